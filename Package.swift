@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Modules are cut by responsibility so each can be built and tested alone:
+// the OS layer (ShutterSystem), the HTTP server (ShutterHTTP), camera sources and
+// JPEG encoding (ShutterCamera), the media catalog (ShutterCatalog), the API that
+// wires them together (ShutterAPI) and the executable (shutterd).
+let package = Package(
+    name: "Shutter",
+    products: [
+        .executable(name: "shutterd", targets: ["shutterd"])
+    ],
+    targets: [
+        // Declarations that Swift's Glibc module does not import (epoll, eventfd,
+        // signalfd, timerfd, accept4, sendfile): see ../shared/SWIFT-ON-LINUX.md.
+        .target(name: "CShutterLinux"),
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        // SHA-256 for picture checksums and random tokens, from OpenSSL's libcrypto
+        // rather than a hand-written digest.
+        .systemLibrary(
+            name: "CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
+        .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux"]),
+        .target(name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG"]),
+        .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
+        .target(
+            name: "ShutterAPI",
+            dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"]),
+        .executableTarget(name: "shutterd", dependencies: ["ShutterAPI"]),
+
+        // Fakes for every seam live here, never copied into test files.
+        .target(
+            name: "ShutterTestSupport",
+            dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"],
+            path: "Tests/ShutterTestSupport"),
+        .testTarget(name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterCameraTests",
+            dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG"]),
+        .testTarget(
+            name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
+        .testTarget(name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,43 @@
+// Declarations Swift's Glibc module does not import on Linux, exposed as small
+// functions and constants. See ../shared/SWIFT-ON-LINUX.md for why each is here.
+#ifndef C_SHUTTER_LINUX_H
+#define C_SHUTTER_LINUX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <sys/socket.h>
+#include <signal.h>
+
+/// accept4 is hidden behind _GNU_SOURCE in glibc's headers.
+int cshutter_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
+/// Blocks SIGTERM, SIGINT and SIGPIPE in the calling thread (call first thing in
+/// main so every later thread inherits the mask) and returns a signalfd that
+/// reads SIGTERM and SIGINT, or -1 with errno set.
+int cshutter_block_signals_and_open_signalfd(void);
+
+/// Reads one signalfd_siginfo and returns its signal number, or -1 with errno set.
+int cshutter_read_signalfd(int fd);
+
+/// Starts a detached-free pthread running `body(context)`; returns 0 or an errno.
+int cshutter_thread_start(void *(*body)(void *), void *context, uint64_t *thread_out);
+
+/// Joins a thread started by cshutter_thread_start.
+int cshutter_thread_join(uint64_t thread);
+
+/// Sets the calling thread's name as shown by top and /proc (at most 15 bytes).
+void cshutter_thread_set_name(const char *name);
+
+static inline uint32_t cshutter_epollin(void) { return EPOLLIN; }
+static inline uint32_t cshutter_epollout(void) { return EPOLLOUT; }
+static inline uint32_t cshutter_epollerr(void) { return EPOLLERR; }
+static inline uint32_t cshutter_epollhup(void) { return EPOLLHUP; }
+static inline uint32_t cshutter_epollrdhup(void) { return EPOLLRDHUP; }
+
+#endif

@@ -1,0 +1,110 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A structured logger in the swift-log shape: a value type with a label and
+/// metadata, messages built only when the level is enabled, one line per event
+/// on stderr as `time level label: message key=value ...`.
+public struct Logger: Sendable {
+    /// Severity, lowest first.
+    public enum Level: String, Sendable, CaseIterable, Comparable {
+        case trace, debug, info, notice, warning, error, critical
+
+        private var rank: Int { Self.allCases.firstIndex(of: self)! }
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rank < rhs.rank }
+    }
+
+    /// Where log lines go; tests swap in a recorder.
+    public protocol Sink: Sendable {
+        func write(_ line: String)
+    }
+
+    /// The module or component, such as `shutter.http`.
+    public let label: String
+    /// Events below this level are dropped before their message is built.
+    public var logLevel: Level
+    /// Key-value pairs attached to every line from this logger.
+    public var metadata: [String: String]
+    private let sink: any Sink
+
+    public init(label: String, level: Level = .info, sink: any Sink = StandardErrorSink.shared) {
+        self.label = label
+        self.logLevel = level
+        self.metadata = [:]
+        self.sink = sink
+    }
+
+    /// A copy with `value` attached under `key`.
+    public func with(_ key: String, _ value: String) -> Logger {
+        var copy = self
+        copy.metadata[key] = value
+        return copy
+    }
+
+    public func log(
+        _ level: Level, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
+        guard level >= logLevel else { return }
+        var line = "\(Timestamp.iso8601(millisecondsSince1970: SystemClock().wallMillisecondsNow())) \(level.rawValue) \(label): \(message())"
+        let extra = metadata()
+        for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
+            line += " \(key)=\(Self.quoteIfNeeded(value))"
+        }
+        sink.write(line)
+    }
+
+    public func trace(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.trace, message(), metadata())
+    }
+    public func debug(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.debug, message(), metadata())
+    }
+    public func info(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.info, message(), metadata())
+    }
+    public func notice(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.notice, message(), metadata())
+    }
+    public func warning(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:])
+    {
+        log(.warning, message(), metadata())
+    }
+    public func error(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.error, message(), metadata())
+    }
+
+    private static func quoteIfNeeded(_ value: String) -> String {
+        if value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) {
+            return "\"" + value.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        return value
+    }
+}
+
+/// Writes each line to stderr with one `write` call, so lines from threads never interleave.
+public final class StandardErrorSink: Logger.Sink {
+    public static let shared = StandardErrorSink()
+
+    public func write(_ line: String) {
+        var bytes = Array((line + "\n").utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if n <= 0 {
+                    if n < 0 && errno == EINTR { continue }
+                    return
+                }
+                offset += n
+            }
+        }
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

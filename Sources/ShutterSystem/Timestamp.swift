@@ -1,0 +1,77 @@
+/// Formats wall-clock times as ISO 8601 UTC, without Foundation's formatters
+/// (FoundationEssentials has no DateFormatter).
+public enum Timestamp {
+    /// `2026-11-30T03:40:00.123Z` for the given milliseconds since 1970-01-01 UTC.
+    public static func iso8601(millisecondsSince1970 millis: Int64) -> String {
+        let (days, msOfDay) = floorDivide(millis, 86_400_000)
+        let (year, month, day) = civilDate(daysSince1970: days)
+        let hour = msOfDay / 3_600_000
+        let minute = msOfDay / 60000 % 60
+        let second = msOfDay / 1000 % 60
+        let ms = msOfDay % 1000
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+    }
+
+    /// RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for HTTP date headers.
+    public static func httpDate(secondsSince1970 seconds: Int64) -> String {
+        let (days, secOfDay) = floorDivide(seconds, 86400)
+        let (year, month, day) = civilDate(daysSince1970: days)
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let weekday = weekdays[Int(floorDivide(days, 7).1)]
+        return
+            "\(weekday), \(pad(day, 2)) \(months[Int(month) - 1]) \(year) \(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)) GMT"
+    }
+
+    /// Parses an IMF-fixdate back to seconds since 1970, or nil if it is not one.
+    public static func parseHTTPDate(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT",
+            let day = Int64(parts[1]),
+            let year = Int64(parts[3])
+        else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
+        let time = parts[4].split(separator: ":")
+        guard time.count == 3, let h = Int64(time[0]), let m = Int64(time[1]), let s = Int64(time[2]) else {
+            return nil
+        }
+        let days = daysSince1970(year: year, month: Int64(monthIndex + 1), day: day)
+        return days * 86400 + h * 3600 + m * 60 + s
+    }
+
+    /// Days from 1970-01-01 to the given proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDivide(y, 400).0
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's algorithm).
+    static func civilDate(daysSince1970 days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = floorDivide(z, 146_097).0
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
+        let q = a / b
+        let r = a % b
+        return r < 0 ? (q - 1, r + b) : (q, r)
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
