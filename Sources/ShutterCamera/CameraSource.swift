@@ -1,0 +1,40 @@
+import ShutterSystem
+
+/// A camera: opened by `start`, read by one capture thread with the blocking `nextFrame`.
+///
+/// Implementations are owned by that one thread; none of the methods may be called
+/// concurrently.
+public protocol CameraSource: AnyObject {
+    /// A name for logs and the API, such as `"test-pattern"` or the V4L2 card name.
+    var name: String { get }
+    /// The negotiated size and rate; valid after `start()`.
+    var mode: CameraMode { get }
+    /// Opens the camera and starts capturing.
+    func start() throws
+    /// Stops capturing and releases the camera; `nextFrame` throws `CameraError.stopped` afterwards.
+    func stop()
+    /// Blocks until the next frame is captured.
+    func nextFrame() throws -> RawFrame
+}
+
+/// Why a camera could not deliver a frame.
+public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// `nextFrame` was called before `start`.
+    case notStarted
+    /// `nextFrame` was called after `stop`.
+    case stopped
+    /// A system call on the device failed.
+    case device(SystemError)
+    /// The camera cannot do what was asked, such as a mode or pixel format it lacks.
+    case unsupported(String)
+
+    /// A short phrase for logs.
+    public var description: String {
+        switch self {
+        case .notStarted: "camera not started"
+        case .stopped: "camera stopped"
+        case .device(let error): "camera device: \(error)"
+        case .unsupported(let what): "camera unsupported: \(what)"
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import CTurboJPEG
+
+/// Reads JPEG headers and decodes JPEGs, with a fresh TurboJPEG decompressor per call.
+///
+/// Used off the capture path (tests, thumbnails, checking uploads), so the cost of
+/// creating a handle each time does not matter and there is no state to share.
+public enum JPEGDecoder {
+    /// The size and chroma subsampling of `jpeg` (nil subsampling: neither 4:2:0 nor 4:2:2).
+    public static func header(of jpeg: [UInt8]) throws -> (
+        width: Int, height: Int, subsampling: ChromaSubsampling?
+    ) {
+        let handle = try makeHandle()
+        defer { tjDestroy(handle) }
+        let header = try readHeader(jpeg, handle: handle)
+        let subsampling: ChromaSubsampling? =
+            switch header.subsampling {
+            case Int32(TJSAMP_420.rawValue): .yuv420
+            case Int32(TJSAMP_422.rawValue): .yuv422
+            default: nil
+            }
+        return (header.width, header.height, subsampling)
+    }
+
+    /// Decodes `jpeg` to packed RGB, 3 bytes per pixel, rows top to bottom.
+    public static func decodeRGB(_ jpeg: [UInt8]) throws -> (width: Int, height: Int, pixels: [UInt8]) {
+        let handle = try makeHandle()
+        defer { tjDestroy(handle) }
+        let header = try readHeader(jpeg, handle: handle)
+        var pixels = [UInt8](repeating: 0, count: header.width * header.height * 3)
+        let result = jpeg.withUnsafeBufferPointer { source in
+            pixels.withUnsafeMutableBufferPointer { destination in
+                tjDecompress2(
+                    handle, source.baseAddress, UInt(source.count), destination.baseAddress,
+                    Int32(header.width),
+                    Int32(header.width * 3), Int32(header.height), Int32(TJPF_RGB.rawValue), 0)
+            }
+        }
+        guard result == 0 else { throw JPEGError(call: "tjDecompress2", handle: handle) }
+        return (header.width, header.height, pixels)
+    }
+
+    private static func makeHandle() throws -> tjhandle {
+        guard let handle = tjInitDecompress() else { throw JPEGError(call: "tjInitDecompress", handle: nil) }
+        return handle
+    }
+
+    private static func readHeader(_ jpeg: [UInt8], handle: tjhandle) throws -> (
+        width: Int, height: Int, subsampling: Int32
+    ) {
+        guard !jpeg.isEmpty else { throw JPEGError(call: "tjDecompressHeader3", message: "empty input") }
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var subsampling: Int32 = 0
+        var colorspace: Int32 = 0
+        let result = jpeg.withUnsafeBufferPointer { source in
+            tjDecompressHeader3(
+                handle, source.baseAddress, UInt(source.count), &width, &height, &subsampling, &colorspace)
+        }
+        guard result == 0 else { throw JPEGError(call: "tjDecompressHeader3", handle: handle) }
+        return (Int(width), Int(height), subsampling)
+    }
+}

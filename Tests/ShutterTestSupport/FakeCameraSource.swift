@@ -1,0 +1,146 @@
+import ShutterCamera
+import ShutterSystem
+import Synchronization
+
+/// A `CameraSource` that plays back scripted frames and errors at once (it never sleeps)
+/// and counts how it was driven.
+///
+/// All state sits behind one lock, so a test can read the counters while a capture thread
+/// drives the source.
+public final class FakeCameraSource: CameraSource, Sendable {
+    /// One scripted answer to `nextFrame`.
+    public enum Step: Sendable {
+        /// Return this frame.
+        case frame(RawFrame)
+        /// Throw this error.
+        case failure(any Error)
+    }
+
+    /// What `nextFrame` does once the script is used up.
+    public enum WhenExhausted: Sendable {
+        /// Throw this error every time.
+        case fail(any Error)
+        /// Make frames with `FakeCameraSource.frame(sequence:width:height:)` in `mode`'s size,
+        /// numbered on from the last frame returned.
+        case generate
+    }
+
+    /// The name given at init, `"fake"` by default.
+    public let name: String
+    /// The mode given at init.
+    public let mode: CameraMode
+
+    private struct State {
+        var script: [Step]
+        var startFailures: [any Error]
+        var whenExhausted: WhenExhausted
+        var lastSequence: UInt64 = 0
+        var isRunning = false
+        var hasStopped = false
+        var startCount = 0
+        var stopCount = 0
+        var nextFrameCount = 0
+    }
+
+    // Every method and counter takes this lock; nothing in it blocks.
+    private let state: Mutex<State>
+
+    /// A source that answers `nextFrame` from `script`, then as `whenExhausted` says; each `start`
+    /// throws the next of `startFailures` until they run out.
+    public init(
+        name: String = "fake", mode: CameraMode = CameraMode(width: 64, height: 48, fps: 30),
+        script: [Step] = [],
+        whenExhausted: WhenExhausted = .fail(CameraError.stopped), startFailures: [any Error] = []
+    ) {
+        self.name = name
+        self.mode = mode
+        self.state = Mutex(State(script: script, startFailures: startFailures, whenExhausted: whenExhausted))
+    }
+
+    /// Appends steps to the script.
+    public func enqueue(_ steps: [Step]) {
+        state.withLock { $0.script.append(contentsOf: steps) }
+    }
+
+    /// Calls to `start`, including ones that threw.
+    public var startCount: Int { state.withLock { $0.startCount } }
+    /// Calls to `stop`.
+    public var stopCount: Int { state.withLock { $0.stopCount } }
+    /// Calls to `nextFrame`, including ones that threw.
+    public var nextFrameCount: Int { state.withLock { $0.nextFrameCount } }
+    /// Whether `start` succeeded and `stop` has not been called since.
+    public var isRunning: Bool { state.withLock { $0.isRunning } }
+    /// Scripted steps not yet played.
+    public var remainingSteps: Int { state.withLock { $0.script.count } }
+
+    /// Counts the call, then throws the next scripted start failure or starts.
+    public func start() throws {
+        try state.withLock { state in
+            state.startCount += 1
+            if !state.startFailures.isEmpty { throw state.startFailures.removeFirst() }
+            state.isRunning = true
+            state.hasStopped = false
+        }
+    }
+
+    /// Counts the call and stops; `nextFrame` then throws `CameraError.stopped`.
+    public func stop() {
+        state.withLock { state in
+            state.stopCount += 1
+            state.isRunning = false
+            state.hasStopped = true
+        }
+    }
+
+    /// Plays the next step, with the same `notStarted`/`stopped` errors as a real source.
+    public func nextFrame() throws -> RawFrame {
+        let size = (mode.width, mode.height)
+        return try state.withLock { state in
+            state.nextFrameCount += 1
+            guard state.isRunning else {
+                throw state.hasStopped ? CameraError.stopped : CameraError.notStarted
+            }
+            if !state.script.isEmpty {
+                switch state.script.removeFirst() {
+                case .frame(let frame):
+                    state.lastSequence = frame.sequence
+                    return frame
+                case .failure(let error):
+                    throw error
+                }
+            }
+            switch state.whenExhausted {
+            case .fail(let error):
+                throw error
+            case .generate:
+                state.lastSequence += 1
+                return Self.frame(sequence: state.lastSequence, width: size.0, height: size.1)
+            }
+        }
+    }
+
+    /// A frame holding a real, decodable JPEG: a flat grey whose level follows `sequence`, so
+    /// successive frames differ and the same sequence always gives the same bytes. Both clocks
+    /// read `sequence` thirtieths of a second after a fixed origin unless `wallMilliseconds` is given.
+    public static func frame(
+        sequence: UInt64, width: Int = 64, height: Int = 48, wallMilliseconds: Int64? = nil
+    ) -> RawFrame {
+        let level = UInt8(16 + sequence % 200)
+        var image = YUVImage(width: width, height: height, subsampling: .yuv420)
+        image.fill(
+            x: 0, y: 0, width: width, height: height, luma: level, cb: YUVImage.neutralChroma,
+            cr: YUVImage.neutralChroma)
+        let jpeg = try! JPEGEncoder(quality: 80).encode(image)
+        return RawFrame(
+            sequence: sequence, capturedAt: MonotonicInstant(nanoseconds: sequence * 1_000_000_000 / 30),
+            wallMilliseconds: wallMilliseconds ?? 1_795_000_000_000 + Int64(sequence) * 1000 / 30,
+            image: .jpeg(jpeg), width: width, height: height)
+    }
+
+    /// `count` scripted frames numbered from `firstSequence`.
+    public static func frames(_ count: Int, from firstSequence: UInt64 = 1, width: Int = 64, height: Int = 48)
+        -> [Step]
+    {
+        (0..<UInt64(count)).map { .frame(frame(sequence: firstSequence + $0, width: width, height: height)) }
+    }
+}
