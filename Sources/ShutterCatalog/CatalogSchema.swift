@@ -1,0 +1,62 @@
+import CSQLite
+
+/// The catalog's tables, as an ordered list of migrations numbered by `PRAGMA user_version`.
+enum CatalogSchema {
+    /// One step of the schema, applied once, inside the transaction that records its version.
+    struct Migration: Sendable {
+        /// The `user_version` the database has after this step.
+        let version: Int32
+        let apply: @Sendable (Database) throws -> Void
+    }
+
+    /// Every migration, in order; append new versions, never edit one that has shipped.
+    ///
+    /// Version 2 is meant to add the jobs table; `media.job_id` already exists so that pictures
+    /// taken before it need no rewrite.
+    static let migrations: [Migration] = [
+        Migration(version: 1) { database in
+            // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
+            // deleted newest picture is never handed out again (https://www.sqlite.org/autoinc.html).
+            // STRICT makes SQLite reject a value of the wrong type instead of storing it
+            // (https://www.sqlite.org/stricttables.html, SQLite 3.37 and later).
+            try database.execute(
+                sql: """
+                    CREATE TABLE media (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        taken_at INTEGER NOT NULL,
+                        width INTEGER NOT NULL CHECK (width > 0),
+                        height INTEGER NOT NULL CHECK (height > 0),
+                        bytes INTEGER NOT NULL CHECK (bytes >= 0),
+                        sha256 TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        job_id INTEGER,
+                        keep INTEGER NOT NULL DEFAULT 0 CHECK (keep IN (0, 1))
+                    ) STRICT;
+                    -- Every index entry ends with the rowid, so this index also serves
+                    -- "WHERE job_id = ? AND id < ? ORDER BY id" without sorting
+                    -- (https://www.sqlite.org/queryplanner.html).
+                    CREATE INDEX media_job_id ON media (job_id);
+                    """)
+        }
+    ]
+
+    /// The version a fully migrated database has.
+    static var latestVersion: Int32 { migrations.last?.version ?? 0 }
+
+    /// Brings `database` to `latestVersion`, one transaction per migration.
+    ///
+    /// Throws `CatalogError.unsupportedSchemaVersion` for a database written by a newer program,
+    /// which this one must not modify.
+    static func migrate(_ database: Database) throws {
+        let current = try database.userVersion()
+        guard current <= latestVersion else {
+            throw CatalogError.unsupportedSchemaVersion(found: current, supported: latestVersion)
+        }
+        for migration in migrations where migration.version > current {
+            try database.inTransaction {
+                try migration.apply(database)
+                try database.setUserVersion(migration.version)
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import ShutterSystem
+
+extension MediaCatalog {
+    /// Makes rows and files agree again after a crash or an outside change.
+    ///
+    /// - `.*.tmp` files are writes a crash interrupted before the rename: removed.
+    /// - `<id>.jpg` without a row is a write a crash interrupted before the insert, or a delete
+    ///   interrupted after it: removed, since no client was ever told about it or it is deleted.
+    /// - A row whose file is gone describes a picture nobody can fetch: removed from the catalog.
+    static func reconcile(
+        database: Database, files: MediaDirectory, listing: MediaDirectory.Listing, logger: Logger
+    ) throws -> ReconciliationReport {
+        for name in listing.temporaryFiles.sorted() {
+            try files.remove(named: name)
+            logger.warning("removed an unfinished picture file", ["file": name])
+        }
+
+        let rowIDs = Set(
+            try database.fetchAll(sql: "SELECT id FROM media") { try $0.decode(Int64.self, at: 0) })
+        let orphanIDs = listing.mediaIDs.subtracting(rowIDs).sorted()
+        for id in orphanIDs {
+            try files.remove(id: id)
+            logger.warning("removed a picture file that had no catalog row", ["id": String(id)])
+        }
+
+        let missingIDs = rowIDs.subtracting(listing.mediaIDs).sorted()
+        if !missingIDs.isEmpty {
+            try database.inTransaction {
+                let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
+                for id in missingIDs {
+                    try statement.execute(arguments: [id])
+                }
+            }
+            for id in missingIDs {
+                logger.warning("removed a catalog row whose picture file is missing", ["id": String(id)])
+            }
+        }
+
+        // Removals need no directory sync for correctness (a removal lost in a power cut is redone
+        // at the next open), but syncing once keeps the repair from being repeated and logged again.
+        if !(listing.temporaryFiles.isEmpty && orphanIDs.isEmpty) {
+            try files.synchronize()
+        }
+        return ReconciliationReport(
+            removedTemporaryFiles: listing.temporaryFiles.sorted(), removedOrphanFileIDs: orphanIDs,
+            removedRowIDs: missingIDs)
+    }
+}

@@ -1,0 +1,302 @@
+import ShutterSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The catalog of pictures: the only owner of the database and of the media directory.
+///
+/// Layout: `<dataDirectory>/catalog.sqlite` and `<dataDirectory>/media/<id>.jpg`. Every method
+/// throws only `CatalogError`.
+public actor MediaCatalog {
+    /// The directory holding the database and the media directory.
+    public nonisolated let dataDirectory: String
+    /// Random per open, so an ETag made before a restart never matches one made after it.
+    public nonisolated let instanceToken: String
+    /// What opening the catalog repaired.
+    public nonisolated let reconciliation: ReconciliationReport
+    /// Counts every change to the listing (add, delete, keep), for ETags of listings.
+    public private(set) var changeCounter: UInt64 = 0
+
+    private nonisolated let files: MediaDirectory
+    private let database: Database
+    private let lock: DataDirectoryLock
+    private let logger: Logger
+    // The next id to hand out. Above every id in sqlite_sequence and in any file name, so an id is
+    // never reused, even after the newest picture is deleted or a crash left only its file.
+    private var nextID: Int64
+
+    /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.
+    public init(dataDirectory: String, logger: Logger) throws {
+        do {
+            guard !dataDirectory.isEmpty else { throw CatalogError.invalidArgument("dataDirectory is empty") }
+            let files = MediaDirectory(path: "\(dataDirectory)/media")
+            try Self.makeDirectories(dataDirectory: dataDirectory, mediaDirectory: files.path)
+            let lock = try DataDirectoryLock(directory: dataDirectory)
+            let database = try Database(path: "\(dataDirectory)/catalog.sqlite")
+            try CatalogSchema.migrate(database)
+            let listing = try files.listing()
+            // Ids in file names count too: a crash between the rename and the insert leaves a file
+            // whose id sqlite_sequence never saw.
+            let largestUsed = max(try Self.largestIDInDatabase(database), listing.largestID)
+            let report = try Self.reconcile(
+                database: database, files: files, listing: listing, logger: logger)
+
+            self.dataDirectory = dataDirectory
+            self.files = files
+            self.lock = lock
+            self.database = database
+            self.logger = logger
+            self.reconciliation = report
+            self.nextID = largestUsed + 1
+            self.instanceToken = try Self.randomToken()
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// Stores a JPEG and its description; when this returns, both survive a power cut.
+    ///
+    /// Order: file under a temporary name, fsync, rename to `<id>.jpg`, fsync the directory, then
+    /// the row. A crash at any point leaves either nothing or a file without a row, which the next
+    /// open removes; never a row without a file.
+    @discardableResult
+    public func add(
+        jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64? = nil
+    ) throws -> MediaRecord {
+        guard !jpeg.isEmpty else { throw CatalogError.invalidArgument("jpeg is empty") }
+        guard width > 0, height > 0 else {
+            throw CatalogError.invalidArgument("size \(width)x\(height) is not positive")
+        }
+        // Taken even if the add fails, so a half-written id is never handed out twice.
+        let id = nextID
+        nextID += 1
+        let record = MediaRecord(
+            id: id, takenAt: takenAt, width: width, height: height, bytes: jpeg.count,
+            sha256: SHA256.hexDigest(jpeg), source: source, jobID: jobID, keep: false)
+        do {
+            try files.store(jpeg, id: id)
+        } catch {
+            throw CatalogError(error)
+        }
+        do {
+            try database.inTransaction {
+                try database.cachedStatement(
+                    sql: """
+                        INSERT INTO media (id, taken_at, width, height, bytes, sha256, source, job_id, keep)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """
+                ).execute(arguments: [
+                    record.id, record.takenAt, record.width, record.height, record.bytes, record.sha256,
+                    record.source, record.jobID, record.keep,
+                ])
+            }
+        } catch let insertError {
+            // Without the row the file is an orphan; if this removal fails too, the next open does it.
+            do {
+                try files.remove(id: id)
+            } catch {
+                logger.warning(
+                    "could not remove the file of a failed add", ["id": String(id), "error": "\(error)"])
+            }
+            throw CatalogError(insertError)
+        }
+        changeCounter += 1
+        return record
+    }
+
+    /// The picture with `id`, or nil if there is none.
+    public func record(id: Int64) throws -> MediaRecord? {
+        do {
+            return try database.fetchOne(
+                sql: "SELECT \(Self.columns) FROM media WHERE id = ?", arguments: [id], Self.decodeRecord)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// One page of pictures, walked along the primary key.
+    ///
+    /// - With no cursor, or only `before`: newest first (`id < before`, descending).
+    /// - With `after`: what came after it, in the order taken (`id > after`, ascending), which is
+    ///   how a polling client fetches what is new.
+    /// - With both: the ids strictly between them, ascending.
+    ///
+    /// `hasMore` says whether a further page exists in the same direction. `jobID` keeps only the
+    /// pictures of that job.
+    public func page(before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil) throws
+        -> MediaPage
+    {
+        guard limit >= 1 else { throw CatalogError.invalidArgument("limit \(limit) is below 1") }
+        // SQLite's LIMIT is a 64-bit integer; clamping keeps `limit + 1` from overflowing.
+        let limit = min(limit, Int(Int32.max))
+        var conditions: [String] = []
+        var arguments: [DatabaseValue] = []
+        if let after {
+            conditions.append("id > ?")
+            arguments.append(.integer(after))
+        }
+        if let before {
+            conditions.append("id < ?")
+            arguments.append(.integer(before))
+        }
+        if let jobID {
+            conditions.append("job_id = ?")
+            arguments.append(.integer(jobID))
+        }
+        // One more row than asked tells whether another page exists without a COUNT.
+        arguments.append(.integer(Int64(limit) + 1))
+        let sql = Self.pageSQL(conditions: conditions, ascending: after != nil)
+        do {
+            var items = try database.fetchAll(
+                sql: sql, arguments: StatementArguments(arguments), Self.decodeRecord)
+            let hasMore = items.count > limit
+            if hasMore { items.removeLast() }
+            return MediaPage(items: items, hasMore: hasMore)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// Deletes the picture with `id`, row first, then file; returns false if there is none.
+    public func delete(id: Int64) throws -> Bool {
+        do {
+            // Row first: a crash between the two leaves a file without a row, invisible to clients and
+            // removed at the next open. The other order would leave a row without a file: a picture
+            // that every listing shows and that fails when fetched.
+            try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?").execute(arguments: [id])
+            guard database.changesCount > 0 else { return false }
+        } catch {
+            throw CatalogError(error)
+        }
+        changeCounter += 1
+        // The row is gone, so the delete has happened for every client; a file that will not go away
+        // is an orphan the next open removes, not a failure to report.
+        do {
+            try files.remove(id: id)
+        } catch {
+            logger.warning(
+                "could not remove the file of a deleted picture", ["id": String(id), "error": "\(error)"])
+        }
+        return true
+    }
+
+    /// How many pictures there are, their total size, and the newest id.
+    public func statistics() throws -> CatalogStatistics {
+        do {
+            let statistics = try database.fetchOne(
+                sql: "SELECT count(*), coalesce(sum(bytes), 0), max(id) FROM media"
+            ) { row in
+                CatalogStatistics(
+                    count: try row.decode(at: 0), totalBytes: try row.decode(at: 1), newestID: row[2])
+            }
+            return statistics ?? CatalogStatistics(count: 0, totalBytes: 0, newestID: nil)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// Marks the picture with `id` as kept (or not) by retention; nil if there is none.
+    public func setKeep(id: Int64, keep: Bool) throws -> MediaRecord? {
+        do {
+            try database.cachedStatement(sql: "UPDATE media SET keep = ? WHERE id = ?")
+                .execute(arguments: [keep, id])
+            guard database.changesCount > 0 else { return nil }
+            // Listings show `keep`, so their ETags must change with it.
+            changeCounter += 1
+            return try record(id: id)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// The path of the file of `id`, for serving it with sendfile.
+    public nonisolated func mediaPath(id: Int64) -> String {
+        files.filePath(id: id)
+    }
+
+    // MARK: - Queries
+
+    static let columns = "id, taken_at, width, height, bytes, sha256, source, job_id, keep"
+
+    /// The page query for `conditions` (joined with AND), ordered along the primary key.
+    ///
+    /// The last parameter is the row limit.
+    static func pageSQL(conditions: [String], ascending: Bool) -> String {
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return "SELECT \(columns) FROM media\(filter) ORDER BY id \(ascending ? "ASC" : "DESC") LIMIT ?"
+    }
+
+    private static func decodeRecord(_ row: Row) throws -> MediaRecord {
+        MediaRecord(
+            id: try row.decode(at: 0), takenAt: try row.decode(at: 1), width: try row.decode(at: 2),
+            height: try row.decode(at: 3), bytes: try row.decode(at: 4), sha256: try row.decode(at: 5),
+            source: try row.decode(at: 6), jobID: row[7], keep: try row.decode(at: 8))
+    }
+
+    // MARK: - Opening
+
+    private static func makeDirectories(dataDirectory: String, mediaDirectory: String) throws {
+        try makeDirectory(dataDirectory, mode: 0o700)
+        try makeDirectory(mediaDirectory, mode: 0o755)
+    }
+
+    /// Creates `path` and any missing parents (as `mkdir -p`); returns false if it already existed.
+    @discardableResult
+    private static func makeDirectory(_ path: String, mode: mode_t) throws -> Bool {
+        do {
+            _ = try syscall("mkdir \(path)") { mkdir(path, mode) }
+        } catch let error as SystemError where error.errno == EEXIST {
+            return false
+        } catch let error as SystemError where error.errno == ENOENT {
+            try makeDirectory(parentDirectory(of: path), mode: mode)
+            _ = try syscall("mkdir \(path)") { mkdir(path, mode) }
+        }
+        // A new directory's name is durable only once its parent directory is synced (fsync(2)).
+        try MediaDirectory(path: parentDirectory(of: path)).synchronize()
+        return true
+    }
+
+    /// The directory containing `path` (`.` for a bare name, `/` for a top-level one).
+    private static func parentDirectory(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    private static func largestIDInDatabase(_ database: Database) throws -> Int64 {
+        // sqlite_sequence holds the largest id ever inserted, even when that row is deleted
+        // (https://www.sqlite.org/autoinc.html); max(id) covers a sequence row removed by hand.
+        let sequence =
+            try database.fetchOne(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'media'") {
+                try $0.decode(Int64.self, at: 0)
+            } ?? 0
+        let largestRow =
+            try database.fetchOne(sql: "SELECT coalesce(max(id), 0) FROM media") {
+                try $0.decode(Int64.self, at: 0)
+            } ?? 0
+        return max(sequence, largestRow)
+    }
+
+    private static func randomToken() throws -> String {
+        // Swift's Glibc module does not import getrandom(2); /dev/urandom gives the same bytes
+        // and never blocks once the pool is initialised (random(4)).
+        let descriptor = try syscall("open /dev/urandom") { open("/dev/urandom", O_RDONLY | O_CLOEXEC) }
+        defer { closeDescriptor(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 8)
+        var count = 0
+        while count < bytes.count {
+            let read = try bytes.withUnsafeMutableBytes { buffer in
+                try syscall("read /dev/urandom") {
+                    Glibc.read(descriptor, buffer.baseAddress! + count, buffer.count - count)
+                }
+            }
+            guard read > 0 else { throw SystemError(errno: EIO, call: "read /dev/urandom") }
+            count += read
+        }
+        let digits = Array("0123456789abcdef".utf8)
+        return String(
+            decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,47 @@
+import CSQLite
+import ShutterSystem
+import Testing
+
+@testable import ShutterCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite struct CatalogErrorTests {
+    @Test(arguments: [ENOSPC, EDQUOT])
+    func aFullDiskIsStorageFull(code: Int32) {
+        let error = SystemError(errno: code, call: "write")
+        #expect(CatalogError(error) == .storageFull(error))
+    }
+
+    @Test func otherSystemErrorsAreIO() {
+        let error = SystemError(errno: EIO, call: "fsync")
+        #expect(CatalogError(error) == .io(error))
+    }
+
+    @Test func sqliteFullIsStorageFull() {
+        let full = DatabaseError(extendedResultCode: SQLITE_FULL, message: "database or disk is full")
+        guard case .storageFull(let error) = CatalogError(full) else {
+            Issue.record("not storage full: \(CatalogError(full))")
+            return
+        }
+        #expect(error.errno == ENOSPC)
+    }
+
+    @Test func aWriteErrorWithENOSPCInsideSQLiteIsStorageFull() {
+        // SQLITE_IOERR_WRITE, with the errno SQLite saw.
+        let ioError = DatabaseError(extendedResultCode: 778, message: "disk I/O error", systemErrno: EDQUOT)
+        guard case .storageFull(let error) = CatalogError(ioError) else {
+            Issue.record("not storage full: \(CatalogError(ioError))")
+            return
+        }
+        #expect(error.errno == EDQUOT)
+    }
+
+    @Test func otherDatabaseErrorsStayDatabaseErrors() {
+        let error = DatabaseError(extendedResultCode: SQLITE_CONSTRAINT, message: "constraint", sql: "INSERT")
+        #expect(CatalogError(error) == .database(error))
+        #expect(CatalogError(CatalogError.invalidArgument("x")) == .invalidArgument("x"))
+    }
+}

@@ -1,0 +1,69 @@
+import ShutterTestSupport
+import Testing
+
+@testable import ShutterCatalog
+
+@Suite struct CatalogSchemaTests {
+    @Test func migrationSetsTheUserVersionAndIsIdempotent() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try Database(path: "\(directory)/catalog.sqlite")
+            #expect(try database.userVersion() == 0)
+            try CatalogSchema.migrate(database)
+            #expect(try database.userVersion() == CatalogSchema.latestVersion)
+            #expect(CatalogSchema.latestVersion == 1)
+            try CatalogSchema.migrate(database)
+            let columns = try database.fetchAll(
+                sql: "SELECT name, \"notnull\" FROM pragma_table_info('media')"
+            ) {
+                "\(try $0.decode(String.self, at: 0)):\(try $0.decode(Int.self, at: 1))"
+            }
+            #expect(
+                columns == [
+                    "id:0", "taken_at:1", "width:1", "height:1", "bytes:1", "sha256:1", "source:1",
+                    "job_id:0",
+                    "keep:1",
+                ])
+        }
+    }
+
+    @Test func aDatabaseFromANewerVersionIsRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let database = try Database(path: "\(directory)/catalog.sqlite")
+                try database.setUserVersion(CatalogSchema.latestVersion + 1)
+            }
+            #expect(
+                throws: CatalogError.unsupportedSchemaVersion(
+                    found: CatalogSchema.latestVersion + 1, supported: CatalogSchema.latestVersion)
+            ) {
+                try MediaCatalog.open(directory)
+            }
+        }
+    }
+
+    /// Every page query walks an index in id order: no full sort, no full scan behind a filter.
+    @Test(arguments: [
+        ([String](), false), (["id < ?"], false), (["id > ?"], true), (["id > ?", "id < ?"], true),
+        (["job_id = ?"], false), (["id < ?", "job_id = ?"], false), (["id > ?", "job_id = ?"], true),
+        (["id > ?", "id < ?", "job_id = ?"], true),
+    ])
+    func pageQueriesUseTheKeyOrder(conditions: [String], ascending: Bool) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try Database(path: "\(directory)/catalog.sqlite")
+            try CatalogSchema.migrate(database)
+            let sql = MediaCatalog.pageSQL(conditions: conditions, ascending: ascending)
+            let arguments = StatementArguments(Array(repeating: .integer(1), count: conditions.count + 1))
+            let plan = try database.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments) {
+                try $0.decode(String.self, at: 3)
+            }.joined(separator: "; ")
+            #expect(!plan.contains("TEMP B-TREE"), "sorts: \(plan)")
+            if conditions.contains("job_id = ?") {
+                #expect(plan.contains("USING INDEX media_job_id (job_id=?"), "\(plan)")
+            } else if !conditions.isEmpty {
+                #expect(plan.contains("USING INTEGER PRIMARY KEY (rowid"), "\(plan)")
+            } else {
+                #expect(plan == "SCAN media", "\(plan)")
+            }
+        }
+    }
+}
