@@ -1,5 +1,9 @@
 import ShutterSystem
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A camera that needs no hardware: 75% colour bars with a moving square, a frame counter
 /// and the UTC time, rendered straight into Y'CbCr 4:2:0.
 ///
@@ -116,9 +120,10 @@ public final class TestPatternSource: CameraSource {
             text, into: &session.canvas, x: layout.textX, y: layout.textY, scale: layout.textScale)
     }
 
-    /// The frame without its moving parts: the bars over a black strip.
+    /// The frame without its moving parts: the bars over a zone-plate strip.
     private static func renderBase(layout: TestPatternLayout, width: Int, height: Int) -> YUVImage {
         var image = YUVImage(width: width, height: height, subsampling: .yuv420)
+        renderZonePlate(into: &image, fromRow: layout.barsHeight)
         for (index, color) in barColors.enumerated() {
             // Even edges keep each 2x2 chroma cell inside one bar.
             let left = (index * width / 8) & ~1
@@ -128,6 +133,31 @@ public final class TestPatternSource: CameraSource {
                 cr: color.cr)
         }
         return image
+    }
+
+    /// A luma zone plate (concentric rings whose frequency rises with the radius) under the bars.
+    ///
+    /// Flat bars alone make unrealistically small, cheap JPEGs; the rings carry every spatial
+    /// frequency up to Nyquist, so encode cost and file size resemble a detailed camera picture,
+    /// and scaling or compression artefacts show at a glance.
+    private static func renderZonePlate(into image: inout YUVImage, fromRow top: Int) {
+        let width = image.width
+        let height = image.height
+        let centreX = Double(width) / 2
+        let centreY = Double(top + height) / 2
+        // Phase k r^2 reaches pi per pixel (Nyquist) at the strip's far corners.
+        let maxRadiusSquared = centreX * centreX + (Double(height - top) / 2) * (Double(height - top) / 2)
+        let k = Double.pi / (2 * maxRadiusSquared.squareRoot())
+        image.bytes.withUnsafeMutableBufferPointer { bytes in
+            for y in top..<height {
+                let dy = Double(y) - centreY
+                for x in 0..<width {
+                    let dx = Double(x) - centreX
+                    let phase = k * (dx * dx + dy * dy)
+                    bytes[y * width + x] = UInt8(126 + 100 * cos(phase))
+                }
+            }
+        }
     }
 
     /// The eight 75% bars in SMPTE/EBU order (white, yellow, cyan, green, magenta, red, blue,

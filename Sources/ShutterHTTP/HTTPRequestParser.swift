@@ -534,7 +534,7 @@ extension HTTPRequestParser {
             }
             let expectations = try Self.expectations(headers)
             // RFC 9110 §10.1.1: a server ignores a 100-continue expectation in an HTTP/1.0 request.
-            expectsContinue = expectations && version != .http1_0
+            expectsContinue = expectations && version != .http10
         }
 
         /// Method, target (in origin-form) and version from `method SP target SP version` (RFC 9112 §3).
@@ -575,7 +575,7 @@ extension HTTPRequestParser {
             guard versionBytes[5] == UInt8(ascii: "1") else {
                 throw .unsupportedVersion(String(decoding: versionBytes, as: UTF8.self))
             }
-            return versionBytes[7] == UInt8(ascii: "0") ? .http1_0 : .http1_1
+            return versionBytes[7] == UInt8(ascii: "0") ? .http10 : .http11
         }
 
         /// The target in origin-form, from origin-form, absolute-form or `*` for OPTIONS (RFC 9112 §3.2).
@@ -667,7 +667,7 @@ extension HTTPRequestParser {
                 throw .malformed("the request has more than one Host field")
             }
             guard let host = hosts.first else {
-                if version == .http1_0 { return }
+                if version == .http10 { return }
                 throw .malformed("an HTTP/1.1 request must have a Host field")
             }
             guard host.utf8.allSatisfy(ASCII.isHostCharacter) else {
@@ -689,7 +689,7 @@ extension HTTPRequestParser {
                 throw .malformed("the request has both Transfer-Encoding and Content-Length")
             }
             // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message means faulty framing.
-            guard version != .http1_0 else {
+            guard version != .http10 else {
                 throw .malformed("an HTTP/1.0 request cannot use Transfer-Encoding")
             }
             let codings = listElements(transferEncodings)

@@ -24,8 +24,8 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
         self.major = major
         self.minor = minor
     }
-    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
-    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    public static let http10 = HTTPVersion(major: 1, minor: 0)
+    public static let http11 = HTTPVersion(major: 1, minor: 1)
     public var description: String { "HTTP/\(major).\(minor)" }
 }
 
@@ -80,14 +80,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 /// A complete request: head and (already de-chunked) body.
 public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
-    /// The request target exactly as sent, e.g. `/library?limit=5`.
+    /// The request target in origin-form (absolute-form is converted) or `*`, e.g. `/library?limit=5`.
     public var target: String
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
 
     public init(
-        method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:],
+        method: HTTPMethod, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:],
         body: [UInt8] = []
     ) {
         self.method = method

@@ -44,34 +44,49 @@ public struct Logger: Sendable {
     }
 
     public func log(
-        _ level: Level, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+        _ level: Level, _ message: @autoclosure () -> String,
+        _ metadata: @autoclosure () -> [String: String] = [:]
     ) {
         guard level >= logLevel else { return }
-        var line = "\(Timestamp.iso8601(millisecondsSince1970: SystemClock().wallMillisecondsNow())) \(level.rawValue) \(label): \(message())"
+        var line =
+            "\(Timestamp.iso8601(millisecondsSince1970: SystemClock().wallMillisecondsNow())) \(level.rawValue) \(label): \(message())"
         let extra = metadata()
-        for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
+        for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: {
+            $0.key < $1.key
+        }) {
             line += " \(key)=\(Self.quoteIfNeeded(value))"
         }
         sink.write(line)
     }
 
-    public func trace(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+    public func trace(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.trace, message(), metadata())
     }
-    public func debug(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+    public func debug(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.debug, message(), metadata())
     }
-    public func info(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+    public func info(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.info, message(), metadata())
     }
-    public func notice(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+    public func notice(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.notice, message(), metadata())
     }
-    public func warning(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:])
-    {
+    public func warning(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.warning, message(), metadata())
     }
-    public func error(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+    public func error(
+        _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         log(.error, message(), metadata())
     }
 

@@ -9,7 +9,8 @@ public enum Timestamp {
         let minute = msOfDay / 60000 % 60
         let second = msOfDay / 1000 % 60
         let ms = msOfDay % 1000
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 
     /// RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for HTTP date headers.

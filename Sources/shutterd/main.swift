@@ -1,1 +1,44 @@
-print("shutterd")
+import ShutterAPI
+import ShutterSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// Block termination signals before anything else starts a thread, so every thread
+// inherits the mask and SIGTERM arrives only through the event loop's signalfd.
+let signalDescriptor: Int32
+do {
+    signalDescriptor = try TerminationSignals.blockAndOpenDescriptor()
+} catch {
+    StandardErrorSink.shared.write("shutterd: \(error)")
+    exit(1)
+}
+
+var environment: [String: String] = [:]
+var entry = environ
+while let pointer = entry.pointee {
+    let text = String(cString: pointer)
+    if let equals = text.firstIndex(of: "=") {
+        environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+    }
+    entry += 1
+}
+
+do {
+    switch try ConfigurationLoader.load(
+        arguments: Array(CommandLine.arguments.dropFirst()), environment: environment)
+    {
+    case .help(let text):
+        print(text, terminator: "")
+        exit(0)
+    case .version:
+        print("shutterd \(ShutterAPI.version)")
+        exit(0)
+    case .run(let configuration):
+        exit(ShutterDaemon(configuration: configuration, signalDescriptor: signalDescriptor).run())
+    }
+} catch {
+    StandardErrorSink.shared.write("shutterd: \(error)")
+    exit(2)
+}

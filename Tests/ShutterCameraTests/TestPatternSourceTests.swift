@@ -48,15 +48,16 @@ import Testing
         #expect(a.bytes != b.bytes)
 
         let layout = TestPatternLayout(width: width, height: height)
-        // The square moved right: its old left column is black now, its new right column white.
+        // The square moved right: its old left column shows the background now, its new right column is white.
+        // The zone plate behind it stays below white (at most 226), so 235 means "square".
         let x1 = layout.squareX(sequence: first.sequence)
         let x2 = layout.squareX(sequence: second.sequence)
         #expect(x2 > x1)
         let squareMiddle = layout.squareY + layout.squareSide / 2
         #expect(a.luma(x: x1, y: squareMiddle) == 235)
-        #expect(b.luma(x: x1, y: squareMiddle) == 16)
+        #expect(b.luma(x: x1, y: squareMiddle) < 235)
         #expect(b.luma(x: x2 + layout.squareSide - 1, y: squareMiddle) == 235)
-        #expect(a.luma(x: x2 + layout.squareSide - 1, y: squareMiddle) == 16)
+        #expect(a.luma(x: x2 + layout.squareSide - 1, y: squareMiddle) < 235)
 
         // The counter changed: the text rows differ, the bars do not.
         let textRows = layout.textY * width..<(layout.textY + 9 * layout.textScale) * width
@@ -138,7 +139,7 @@ import Testing
         let b = try yuv(try source.nextFrame())
         let x = layout.squareX(sequence: first.sequence)
         #expect(a.luma(x: x, y: layout.squareY) == 235)
-        #expect(b.luma(x: x, y: layout.squareY) == 16)
+        #expect(b.luma(x: x, y: layout.squareY) < 235)
     }
 
     @Test func pacedFramesAreDueOnAFixedGrid() throws {

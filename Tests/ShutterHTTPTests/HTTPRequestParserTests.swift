@@ -21,7 +21,7 @@ private struct ParsedRequest: Equatable, Sendable {
     }
 
     init(
-        _ method: String, _ target: String, version: HTTPVersion = .http1_1, headers: [String],
+        _ method: String, _ target: String, version: HTTPVersion = .http11, headers: [String],
         body: String = ""
     ) {
         self.method = method
@@ -196,7 +196,7 @@ private let sampleStreams: [SampleStream] = [
         "\r\n\nGET /lf HTTP/1.0\nHost: h\nContent-Length: 2\n\nok\n\r\nHEAD / HTTP/1.1\r\nHost: h\n\r\n",
         [
             ParsedRequest(
-                "GET", "/lf", version: .http1_0, headers: ["Host: h", "Content-Length: 2"], body: "ok"),
+                "GET", "/lf", version: .http10, headers: ["Host: h", "Content-Length: 2"], body: "ok"),
             ParsedRequest("HEAD", "/", headers: ["Host: h"]),
         ]),
 ]
@@ -236,7 +236,7 @@ private func streamFedOneByteAtATimeGivesTheSameRequests(_ stream: SampleStream)
     #expect(request.target == "/pictures/42?force=1")
     #expect(request.path == "/pictures/42")
     #expect(request.queryValue("force") == "1")
-    #expect(request.version == .http1_1)
+    #expect(request.version == .http11)
     #expect(request.headers["host"] == "camera.local:8080")
     #expect(request.headers["X-Empty"] == "")
     #expect(request.body.isEmpty)
@@ -245,9 +245,9 @@ private func streamFedOneByteAtATimeGivesTheSameRequests(_ stream: SampleStream)
 }
 
 @Test(arguments: [
-    ("HTTP/1.0", HTTPVersion.http1_0),
-    ("HTTP/1.1", HTTPVersion.http1_1),
-    ("HTTP/1.9", HTTPVersion.http1_1),
+    ("HTTP/1.0", HTTPVersion.http10),
+    ("HTTP/1.1", HTTPVersion.http11),
+    ("HTTP/1.9", HTTPVersion.http11),
 ])
 private func acceptedVersions(_ versionText: String, _ version: HTTPVersion) {
     let steps = feed("GET / \(versionText)\r\nHost: h\r\n\r\n")
@@ -289,7 +289,7 @@ private func absoluteFormBecomesOriginForm(_ sent: String, _ target: String) {
 
 @Test private func http10RequestNeedsNoHost() {
     let steps = feed("GET / HTTP/1.0\r\n\r\n")
-    #expect(steps == [.request(ParsedRequest("GET", "/", version: .http1_0, headers: []))])
+    #expect(steps == [.request(ParsedRequest("GET", "/", version: .http10, headers: []))])
 }
 
 // MARK: - Bodies
@@ -506,7 +506,7 @@ private func noContinueWhenTheBodyIsEmptyOrAlreadyHere(_ text: String) {
         parser.nextStep()
             == .request(
                 ParsedRequest(
-                    "POST", "/", version: .http1_0, headers: ["Expect: 100-continue", "Content-Length: 2"],
+                    "POST", "/", version: .http10, headers: ["Expect: 100-continue", "Content-Length: 2"],
                     body: "ok")))
 }
 

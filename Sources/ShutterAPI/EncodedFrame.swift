@@ -1,0 +1,30 @@
+import ShutterSystem
+
+/// A JPEG-encoded camera frame, shared read-only by every consumer that asked for it.
+public final class EncodedFrame: Sendable {
+    /// The camera's frame number.
+    public let sequence: UInt64
+    /// When the camera captured it, on the monotonic clock.
+    public let capturedAt: MonotonicInstant
+    /// When the camera captured it, in UTC milliseconds since 1970.
+    public let wallMilliseconds: Int64
+    public let width: Int
+    public let height: Int
+    /// The complete JPEG file.
+    public let jpeg: [UInt8]
+    /// How long encoding took (0 when the camera delivered JPEG), for `Server-Timing`.
+    public let encodeNanoseconds: UInt64
+
+    public init(
+        sequence: UInt64, capturedAt: MonotonicInstant, wallMilliseconds: Int64, width: Int, height: Int,
+        jpeg: [UInt8], encodeNanoseconds: UInt64 = 0
+    ) {
+        self.encodeNanoseconds = encodeNanoseconds
+        self.sequence = sequence
+        self.capturedAt = capturedAt
+        self.wallMilliseconds = wallMilliseconds
+        self.width = width
+        self.height = height
+        self.jpeg = jpeg
+    }
+}

@@ -1,0 +1,105 @@
+import ShutterSystem
+import Synchronization
+
+/// Why no frame could be handed out.
+public enum CaptureError: Error, Sendable, Equatable {
+    /// The camera did not deliver a frame in time.
+    case timedOut(milliseconds: Int)
+    /// The camera failed; the text says how.
+    case cameraUnavailable(String)
+    /// Capture is stopping.
+    case stopped
+}
+
+/// Hands encoded frames from the capture thread to the requests waiting for them.
+///
+/// The capture thread asks `wantsFrame()` before encoding, so frames nobody waits
+/// for are never encoded: an idle daemon spends no CPU on JPEG.
+final class FrameExchange: Sendable {
+    private struct Waiter {
+        let notBefore: MonotonicInstant
+        let continuation: CheckedContinuation<EncodedFrame, any Error>
+    }
+
+    private struct State {
+        var latest: EncodedFrame?
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiterID: UInt64 = 1
+        var failure: CaptureError?
+    }
+
+    // All state behind one lock: taken by the capture thread once per frame and by
+    // request tasks when they wait; never held across a suspension or a callout.
+    private let state = Mutex(State())
+
+    /// Whether anyone is waiting, i.e. whether the next frame should be encoded.
+    func wantsFrame() -> Bool {
+        state.withLock { !$0.waiters.isEmpty }
+    }
+
+    /// Publishes a frame and resumes every waiter it satisfies.
+    func publish(_ frame: EncodedFrame) {
+        let ready = state.withLock { state -> [Waiter] in
+            state.latest = frame
+            state.failure = nil
+            var ready: [Waiter] = []
+            for (id, waiter) in state.waiters where waiter.notBefore <= frame.capturedAt {
+                ready.append(waiter)
+                state.waiters.removeValue(forKey: id)
+            }
+            return ready
+        }
+        for waiter in ready { waiter.continuation.resume(returning: frame) }
+    }
+
+    /// Fails every current waiter, and later ones until the next `publish`.
+    func fail(_ error: CaptureError) {
+        let waiters = state.withLock { state -> [Waiter] in
+            state.failure = error
+            let waiters = Array(state.waiters.values)
+            state.waiters.removeAll()
+            return waiters
+        }
+        for waiter in waiters { waiter.continuation.resume(throwing: error) }
+    }
+
+    /// Clears a failure once the camera works again.
+    func clearFailure() {
+        state.withLock { $0.failure = nil }
+    }
+
+    /// The current failure, if the camera is not delivering.
+    var failure: CaptureError? { state.withLock { $0.failure } }
+
+    /// The newest encoded frame, if any was encoded.
+    var latest: EncodedFrame? { state.withLock { $0.latest } }
+
+    /// Waits for the first frame captured at or after `notBefore`.
+    func frame(capturedAtOrAfter notBefore: MonotonicInstant, timeoutMilliseconds: Int) async throws
+        -> EncodedFrame
+    {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        let expiry = Task { [weak self] in
+            try await Task.sleep(for: .milliseconds(timeoutMilliseconds))
+            self?.expire(id, .timedOut(milliseconds: timeoutMilliseconds))
+        }
+        defer { expiry.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let immediate: Result<EncodedFrame, any Error>? = state.withLock { state in
+                if let failure = state.failure { return .failure(failure) }
+                if let latest = state.latest, latest.capturedAt >= notBefore { return .success(latest) }
+                state.waiters[id] = Waiter(notBefore: notBefore, continuation: continuation)
+                return nil
+            }
+            if let immediate { continuation.resume(with: immediate) }
+        }
+    }
+
+    private func expire(_ id: UInt64, _ error: CaptureError) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.continuation.resume(throwing: error)
+    }
+}

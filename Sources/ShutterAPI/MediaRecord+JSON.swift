@@ -1,0 +1,23 @@
+import ShutterCatalog
+import ShutterSystem
+
+extension MediaRecord {
+    /// Where the JPEG is served.
+    var mediaURL: String { "/media/\(id).jpg" }
+
+    /// The record as the API shows it.
+    var json: String {
+        var object = JSONObjectWriter()
+        object.field("id", id)
+        object.field("taken_at", Timestamp.iso8601(millisecondsSince1970: takenAt))
+        object.field("width", width)
+        object.field("height", height)
+        object.field("bytes", bytes)
+        object.field("sha256", sha256)
+        object.field("source", source)
+        object.field("job_id", jobID)
+        object.field("keep", keep)
+        object.field("url", mediaURL)
+        return object.finished()
+    }
+}

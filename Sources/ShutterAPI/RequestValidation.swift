@@ -1,0 +1,58 @@
+import ShutterHTTP
+
+/// The query parameters of a request, checked against the names an endpoint accepts.
+struct QueryParameters {
+    private let values: [String: String]
+
+    /// Throws 400 naming any parameter the endpoint does not know or that appears twice.
+    init(_ request: HTTPRequest, allowed: Set<String>) throws {
+        var values: [String: String] = [:]
+        for (name, value) in request.query {
+            guard allowed.contains(name) else {
+                let accepted = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
+                throw HTTPError(
+                    .badRequest, "unknown parameter",
+                    detail: "unknown query parameter '\(name)'; accepted: \(accepted)")
+            }
+            guard values[name] == nil else {
+                throw HTTPError(
+                    .badRequest, "repeated parameter", detail: "query parameter '\(name)' is given twice")
+            }
+            values[name] = value
+        }
+        self.values = values
+    }
+
+    /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
+    func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int64(text), range.contains(value) else {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail:
+                    "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+            )
+        }
+        return value
+    }
+}
+
+/// Parses a `{id}` path parameter: a positive decimal number, else 404 (no such resource).
+func pictureID(_ parameters: RouteParameters) throws -> Int64 {
+    guard let text = parameters["id"], let id = Int64(text), id > 0, text.first != "+", text.first != "0"
+    else {
+        throw HTTPError(
+            .notFound,
+            detail: "no picture with id '\(parameters["id"] ?? "")'; ids are positive whole numbers")
+    }
+    return id
+}
+
+/// Rejects a request body on an endpoint that takes none (400).
+func requireEmptyBody(_ request: HTTPRequest) throws {
+    guard request.body.isEmpty else {
+        throw HTTPError(
+            .badRequest, "unexpected body",
+            detail: "\(request.method) \(request.path ?? "") takes no request body")
+    }
+}

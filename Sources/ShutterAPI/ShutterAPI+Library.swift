@@ -1,0 +1,70 @@
+import ShutterCatalog
+import ShutterHTTP
+
+extension ShutterAPI {
+    /// Largest page `GET /library` serves.
+    static let maximumPageSize: Int64 = 500
+
+    /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken.
+    func library(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try QueryParameters(request, allowed: ["limit", "before", "after"])
+        let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
+        let before = try query.integer("before", in: 1...Int64.max)
+        let after = try query.integer("after", in: 0...Int64.max)
+
+        // The listing changes only when a picture is added or deleted, so one counter
+        // validates every page: pollers get a 304 without touching the database.
+        let etag = "W/\"\(catalog.instanceToken)-\(await catalog.changeCounter)\""
+        if let ifNoneMatch = request.headers["If-None-Match"],
+            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
+        {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+        }
+        let page = try await catalogPage(before: before, after: after, limit: Int(limit))
+        var items = "["
+        for (index, record) in page.items.enumerated() {
+            if index > 0 { items += "," }
+            items += record.json
+        }
+        items += "]"
+        var object = JSONObjectWriter()
+        object.rawField("items", items)
+        var next: String?
+        if page.hasMore, let last = page.items.last {
+            var link = after != nil ? "/library?after=\(last.id)" : "/library?before=\(last.id)"
+            if let before, after != nil { link += "&before=\(before)" }
+            next = link + "&limit=\(limit)"
+        }
+        object.field("next", next)
+        return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// `GET /library/{id}`: one record.
+    func picture(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try pictureID(parameters)
+        _ = try QueryParameters(request, allowed: [])
+        guard let record = try await catalog.record(id: id) else { throw notFound(id) }
+        return .json(.ok, record.json)
+    }
+
+    /// `DELETE /library/{id}`: removes the record and its file.
+    func deletePicture(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try pictureID(parameters)
+        _ = try QueryParameters(request, allowed: [])
+        try requireEmptyBody(request)
+        guard try await catalog.delete(id: id) else { throw notFound(id) }
+        return HTTPResponse(status: .noContent)
+    }
+
+    private func catalogPage(before: Int64?, after: Int64?, limit: Int) async throws -> MediaPage {
+        do {
+            return try await catalog.page(before: before, after: after, limit: limit)
+        } catch CatalogError.invalidArgument(let detail) {
+            throw HTTPError(.badRequest, "invalid parameter", detail: detail)
+        }
+    }
+
+    func notFound(_ id: Int64) -> HTTPError {
+        HTTPError(.notFound, detail: "no picture with id \(id)")
+    }
+}

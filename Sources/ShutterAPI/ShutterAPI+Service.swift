@@ -1,0 +1,44 @@
+import ShutterHTTP
+import ShutterSystem
+
+extension ShutterAPI {
+    /// `GET /healthz`: 200 while frames flow, 503 with the reason when the camera fails.
+    func health(_ request: HTTPRequest) throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        var object = JSONObjectWriter()
+        if let failure = capture.status.failure {
+            object.field("status", "degraded")
+            object.field("reason", failure)
+            return .json(.serviceUnavailable, object.finished(), headers: ["Cache-Control": "no-store"])
+        }
+        object.field("status", "ok")
+        return .json(.ok, object.finished(), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// `GET /status`: camera, counters, catalog size, uptime and version.
+    func status(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        let camera = capture.status
+        let statistics = try await catalog.statistics()
+        var cameraObject = JSONObjectWriter()
+        cameraObject.field("name", camera.name)
+        cameraObject.field("width", camera.mode.width)
+        cameraObject.field("height", camera.mode.height)
+        cameraObject.field("fps", camera.mode.fps)
+        cameraObject.field("frames_captured", camera.framesCaptured)
+        cameraObject.field("frames_encoded", camera.framesEncoded)
+        cameraObject.field("state", camera.failure == nil ? "streaming" : "failed")
+        cameraObject.field("failure", camera.failure)
+        var libraryObject = JSONObjectWriter()
+        libraryObject.field("pictures", statistics.count)
+        libraryObject.field("bytes", statistics.totalBytes)
+        libraryObject.field("newest_id", statistics.newestID)
+        var object = JSONObjectWriter()
+        object.field("version", Self.version)
+        object.field(
+            "uptime_s", Double(clock.monotonicNow().nanoseconds(since: startedAt) / 1_000_000) / 1000)
+        object.rawField("camera", cameraObject.finished())
+        object.rawField("library", libraryObject.finished())
+        return .json(.ok, object.finished(), headers: ["Cache-Control": "no-store"])
+    }
+}

@@ -1,0 +1,90 @@
+import ShutterCatalog
+import ShutterHTTP
+import ShutterSystem
+
+extension ShutterAPI {
+    /// `POST /snap`: stores a picture from a frame captured after the request arrived.
+    func snap(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrived = clock.monotonicNow()
+        _ = try QueryParameters(request, allowed: [])
+        try requireEmptyJSONObject(request)
+        let frame = try await freshFrame(capturedAtOrAfter: arrived)
+        let framed = clock.monotonicNow()
+        let record = try await store(frame)
+        let stored = clock.monotonicNow()
+        return .json(
+            .created, record.json,
+            headers: [
+                "Location": "/library/\(record.id)",
+                // Where the time went, for clients and the snap benchmark (W3C Server Timing).
+                "Server-Timing":
+                    "wait;dur=\(milliseconds(framed.nanoseconds(since: arrived) - frame.encodeNanoseconds)), encode;dur=\(milliseconds(frame.encodeNanoseconds)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
+            ])
+    }
+
+    /// `GET /preview.jpg`: the newest frame (at most one frame interval old), not stored.
+    func preview(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        let interval = UInt64(1_000_000_000 / max(1, capture.status.mode.fps))
+        let frame: EncodedFrame
+        do {
+            frame = try await capture.recentFrame(
+                maxAgeNanoseconds: interval, now: clock.monotonicNow(),
+                timeoutMilliseconds: configuration.snapTimeoutMilliseconds)
+        } catch let error as CaptureError {
+            throw cameraUnavailable(error)
+        }
+        return HTTPResponse(
+            status: .ok,
+            headers: [
+                "Content-Type": "image/jpeg", "Cache-Control": "no-store",
+                "X-Frame-Sequence": String(frame.sequence),
+                "X-Frame-Time": Timestamp.iso8601(millisecondsSince1970: frame.wallMilliseconds),
+            ],
+            body: .bytes(frame.jpeg))
+    }
+
+    func freshFrame(capturedAtOrAfter instant: MonotonicInstant) async throws -> EncodedFrame {
+        do {
+            return try await capture.frame(
+                capturedAtOrAfter: instant, timeoutMilliseconds: configuration.snapTimeoutMilliseconds)
+        } catch let error as CaptureError {
+            throw cameraUnavailable(error)
+        }
+    }
+
+    func store(_ frame: EncodedFrame) async throws -> MediaRecord {
+        do {
+            return try await catalog.add(
+                jpeg: frame.jpeg, takenAt: frame.wallMilliseconds, width: frame.width, height: frame.height,
+                source: capture.cameraName)
+        } catch CatalogError.storageFull(let error) {
+            throw HTTPError(
+                .insufficientStorage, "storage full",
+                detail: "the picture could not be stored: \(error.reason); nothing stored before was affected"
+            )
+        }
+    }
+
+    private func cameraUnavailable(_ error: CaptureError) -> HTTPError {
+        HTTPError(
+            .serviceUnavailable, "camera unavailable", detail: CaptureService.describe(error),
+            headers: ["Retry-After": "1"])
+    }
+
+    private func milliseconds(_ nanoseconds: UInt64) -> String {
+        let micros = nanoseconds / 1000
+        return "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())"
+    }
+}
+
+/// Accepts an empty body or an empty JSON object `{}`; anything else is a 400 that says so.
+func requireEmptyJSONObject(_ request: HTTPRequest) throws {
+    let text = String(decoding: request.body, as: UTF8.self).trimmingSpaces()
+    let compact = text.filter { !$0.isWhitespace }
+    guard compact.isEmpty || compact == "{}" else {
+        throw HTTPError(
+            .badRequest, "unexpected body",
+            detail: "\(request.method) \(request.path ?? "") takes no options yet; send no body or {}")
+    }
+}

@@ -1,0 +1,182 @@
+import ShutterHTTP
+import ShutterSystem
+
+/// Everything `shutterd` can be told, with its default. Each field is one key in
+/// `ConfigurationKey.all`, which the file, environment and flag readers share.
+public struct ShutterConfiguration: Sendable, Equatable {
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8080
+    public var dataDirectory = "shutter-data"
+    public var camera = "auto"
+    public var width = 1280
+    public var height = 720
+    public var fps = 30
+    public var quality = 85
+    public var logLevel = Logger.Level.info
+    public var accessLog = true
+    public var snapTimeoutMilliseconds = 3000
+    public var http = HTTPServerConfiguration()
+
+    public init() {}
+}
+
+/// Why a configuration could not be used; the daemon prints it and exits 2.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// One configuration key: its names in each source, what it means, and how to apply a value.
+public struct ConfigurationKey: Sendable {
+    /// The key in `config/shutterd.json`, such as `data_dir`.
+    public let name: String
+    /// What the value is, for `--help` (`HOST:PORT`, `MS`, ...).
+    public let valueName: String
+    /// One line for `--help` and the README, including the unit.
+    public let help: String
+    let apply: @Sendable (inout ShutterConfiguration, String) throws -> Void
+    let current: @Sendable (ShutterConfiguration) -> String
+
+    /// `--data-dir`
+    public var flag: String { "--" + name.replacingUnderscores(with: "-") }
+    /// `SHUTTERD_DATA_DIR`
+    public var environmentVariable: String { "SHUTTERD_" + name.uppercased() }
+}
+
+extension String {
+    fileprivate func replacingUnderscores(with replacement: Character) -> String {
+        String(map { $0 == "_" ? replacement : $0 })
+    }
+}
+
+extension ConfigurationKey {
+    private static func integer(
+        _ name: String, _ valueName: String, _ help: String, range: ClosedRange<Int>,
+        _ keyPath: WritableKeyPath<ShutterConfiguration, Int> & Sendable
+    ) -> ConfigurationKey {
+        ConfigurationKey(
+            name: name, valueName: valueName, help: help,
+            apply: { config, text in
+                guard let value = Int(text), range.contains(value) else {
+                    throw ConfigurationError(
+                        "\(name): '\(text)' is not a whole number from \(range.lowerBound) to \(range.upperBound)"
+                    )
+                }
+                config[keyPath: keyPath] = value
+            },
+            current: { String($0[keyPath: keyPath]) })
+    }
+
+    private static func boolean(
+        _ name: String, _ help: String, _ keyPath: WritableKeyPath<ShutterConfiguration, Bool> & Sendable
+    ) -> ConfigurationKey {
+        ConfigurationKey(
+            name: name, valueName: "BOOL", help: help,
+            apply: { config, text in
+                switch text.lowercased() {
+                case "true", "1", "yes", "on": config[keyPath: keyPath] = true
+                case "false", "0", "no", "off": config[keyPath: keyPath] = false
+                default: throw ConfigurationError("\(name): '\(text)' is not true or false")
+                }
+            },
+            current: { String($0[keyPath: keyPath]) })
+    }
+
+    /// Every key, in the order `--help` lists them.
+    public static let all: [ConfigurationKey] = [
+        ConfigurationKey(
+            name: "listen", valueName: "HOST:PORT",
+            help: "address and port to serve HTTP on; loopback unless you choose otherwise",
+            apply: { config, text in
+                guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                    (0...65535).contains(port), colon != text.startIndex
+                else {
+                    throw ConfigurationError(
+                        "listen: '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)")
+                }
+                config.listenHost = String(text[..<colon])
+                config.listenPort = port
+            },
+            current: { "\($0.listenHost):\($0.listenPort)" }),
+        ConfigurationKey(
+            name: "data_dir", valueName: "PATH",
+            help: "directory for the catalog (catalog.sqlite) and pictures (media/)",
+            apply: { config, text in
+                guard !text.isEmpty else { throw ConfigurationError("data_dir: must not be empty") }
+                config.dataDirectory = text
+            },
+            current: { $0.dataDirectory }),
+        ConfigurationKey(
+            name: "camera", valueName: "SOURCE",
+            help: "'auto' (first V4L2 camera, else the test pattern) or 'test-pattern'",
+            apply: { config, text in
+                guard ["auto", "test-pattern"].contains(text) else {
+                    throw ConfigurationError("camera: '\(text)' is not 'auto' or 'test-pattern'")
+                }
+                config.camera = text
+            },
+            current: { $0.camera }),
+        ConfigurationKey(
+            name: "size", valueName: "WxH",
+            help: "capture size in pixels, e.g. 1280x720 (even numbers, at most 7680x4320)",
+            apply: { config, text in
+                let parts = text.lowercased().split(separator: "x")
+                guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...7680).contains(w),
+                    (16...4320).contains(h), w % 2 == 0, h % 2 == 0
+                else {
+                    throw ConfigurationError(
+                        "size: '\(text)' is not WIDTHxHEIGHT with even sides from 16x16 to 7680x4320")
+                }
+                config.width = w
+                config.height = h
+            },
+            current: { "\($0.width)x\($0.height)" }),
+        integer("fps", "N", "frames per second to capture", range: 1...120, \.fps),
+        integer("quality", "1-100", "JPEG quality of encoded frames", range: 1...100, \.quality),
+        ConfigurationKey(
+            name: "log_level", valueName: "LEVEL",
+            help: "least severe log level written to stderr: trace, debug, info, notice, warning, error",
+            apply: { config, text in
+                guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                    throw ConfigurationError(
+                        "log_level: '\(text)' is not one of trace, debug, info, notice, warning, error")
+                }
+                config.logLevel = level
+            },
+            current: { $0.logLevel.rawValue }),
+        boolean("access_log", "log one line per HTTP request", \.accessLog),
+        integer(
+            "snap_timeout_ms", "MS", "how long a snap waits for a fresh frame before answering 503",
+            range: 100...60000, \.snapTimeoutMilliseconds),
+        integer(
+            "max_connections", "N", "open HTTP connections; more are answered 503", range: 1...100_000,
+            \.http.maxConnections),
+        integer(
+            "request_timeout_ms", "MS",
+            "time from a request's first byte until it must be complete (else 408)",
+            range: 100...3_600_000, \.http.requestTimeoutMilliseconds),
+        integer(
+            "idle_timeout_ms", "MS", "idle keep-alive connections are closed after this",
+            range: 100...3_600_000,
+            \.http.idleTimeoutMilliseconds),
+        integer(
+            "write_timeout_ms", "MS", "a client that reads nothing of its response for this long is dropped",
+            range: 100...3_600_000, \.http.writeTimeoutMilliseconds),
+        integer(
+            "max_header_bytes", "BYTES", "request line and headers (else 431)", range: 1024...1_048_576,
+            \.http.limits.maxHeaderBytes),
+        integer(
+            "max_target_bytes", "BYTES", "request target (else 414)", range: 256...1_048_576,
+            \.http.limits.maxTargetBytes),
+        integer(
+            "max_body_bytes", "BYTES", "request body (else 413)", range: 0...1_073_741_824,
+            \.http.limits.maxBodyBytes),
+        integer(
+            "max_pipelined_requests", "N", "requests read ahead on one connection", range: 1...1024,
+            \.http.maxPipelinedRequests),
+        integer(
+            "shutdown_grace_ms", "MS", "on SIGTERM, how long in-flight responses may take",
+            range: 0...600_000,
+            \.http.shutdownGraceMilliseconds),
+    ]
+}

@@ -1,0 +1,119 @@
+import CShutterLinux
+import Dispatch
+import ShutterCamera
+import ShutterCatalog
+import ShutterHTTP
+import ShutterSystem
+
+/// Assembles the daemon from its configuration and runs it until SIGTERM or SIGINT.
+public final class ShutterDaemon {
+    private let configuration: ShutterConfiguration
+    private let signalDescriptor: Int32
+    private let logger: Logger
+
+    /// `signalDescriptor` comes from `TerminationSignals.blockAndOpenDescriptor()`, called first in `main`.
+    public init(configuration: ShutterConfiguration, signalDescriptor: Int32) {
+        self.configuration = configuration
+        self.signalDescriptor = signalDescriptor
+        self.logger = Logger(label: "shutterd", level: configuration.logLevel)
+    }
+
+    /// Runs until a termination signal, then shuts down gracefully; returns the exit status.
+    public func run() -> Int32 {
+        do {
+            return try runThrowing()
+        } catch {
+            logger.error("cannot start", ["error": String(describing: error)])
+            return 1
+        }
+    }
+
+    private func runThrowing() throws -> Int32 {
+        let catalog = try MediaCatalog(
+            dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"))
+        let source = makeCameraSource()
+        let capture = CaptureService(
+            source: source, quality: configuration.quality, logger: logger.with("component", "capture"))
+        try blockingAwait { try await capture.start() }
+
+        let api = ShutterAPI(capture: capture, catalog: catalog, configuration: configuration, logger: logger)
+        var httpConfiguration = configuration.http
+        httpConfiguration.host = configuration.listenHost
+        httpConfiguration.port = configuration.listenPort
+        httpConfiguration.logRequests = configuration.accessLog
+        httpConfiguration.serverName = "shutterd/\(ShutterAPI.version)"
+        let loop = try EventLoop()
+        let server = HTTPServer(
+            configuration: httpConfiguration, router: api.router(), logger: logger.with("component", "http"),
+            loop: loop)
+        try server.start()
+        let signals = SignalWatcher(descriptor: signalDescriptor) { [logger] signal in
+            logger.notice("shutting down", ["signal": String(signal)])
+            server.shutdown { loop.stop() }
+        }
+        try loop.register(signalDescriptor, events: cshutter_epollin(), handler: signals)
+        logger.notice(
+            "listening",
+            [
+                "address": "\(configuration.listenHost):\(server.boundPort)",
+                "data_dir": configuration.dataDirectory,
+                "version": ShutterAPI.version,
+            ])
+        loop.run()
+        blockingAwait { await capture.stop() }
+        logger.notice("stopped")
+        return 0
+    }
+
+    /// The camera `camera` names; `auto` falls back to the test pattern and says why.
+    private func makeCameraSource() -> sending any CameraSource {
+        let mode = CameraMode(
+            width: configuration.width, height: configuration.height, fps: configuration.fps)
+        if configuration.camera == "auto" {
+            logger.notice(
+                "using the test pattern", ["reason": "this build has no V4L2 capture yet", "camera": "auto"])
+        }
+        return TestPatternSource(mode: mode)
+    }
+}
+
+/// Reads the signalfd on the event loop and reports each termination signal once.
+private final class SignalWatcher: EventLoopHandler {
+    let descriptor: Int32
+    let onSignal: (Int32) -> Void
+    private var handled = false
+
+    init(descriptor: Int32, onSignal: @escaping (Int32) -> Void) {
+        self.descriptor = descriptor
+        self.onSignal = onSignal
+    }
+
+    func handleEvents(_ events: UInt32) {
+        while let signal = TerminationSignals.read(descriptor) {
+            // A second signal while draining changes nothing; the grace period bounds the wait.
+            if !handled {
+                handled = true
+                onSignal(signal)
+            }
+        }
+    }
+}
+
+/// Runs async work from synchronous start-up and shutdown code on the main thread.
+private func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var result: Result<T, any Error>?
+    Task {
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return try result!.get()
+}
+
+private func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
+    _ = try? blockingAwait { () async throws -> Bool in
+        await body()
+        return true
+    }
+}

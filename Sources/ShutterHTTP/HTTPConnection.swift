@@ -1,0 +1,452 @@
+import CShutterLinux
+import ShutterSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One client connection: parses requests, runs handlers, and writes responses in
+/// request order (pipelining, RFC 9112 §9.3.2), as the socket drains.
+final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
+    // @unchecked Sendable: all state is owned by the server's loop thread. A handler
+    // task carries the connection only to hand its response back via `loop.execute`.
+    let descriptor: Int32
+    private unowned let server: HTTPServer
+    private var parser: HTTPRequestParser
+
+    /// A request waiting for, or holding, its response; answered strictly in order.
+    private struct Slot {
+        let id: UInt64
+        let method: HTTPMethod
+        let target: String
+        let version: HTTPVersion
+        let keepAlive: Bool
+        let startedAt: MonotonicInstant
+        /// `100 Continue` and other interim responses are not logged and never close.
+        let interim: Bool
+        var response: HTTPResponse?
+    }
+
+    /// Bytes queued for the socket: memory goes out with `writev`, files with `sendfile`.
+    private enum Outgoing {
+        case bytes([UInt8], offset: Int)
+        case file(FileRegion, sent: Int)
+    }
+
+    private var slots: [Slot] = []
+    private var outgoing: [Outgoing] = []
+    private var outgoingIndex = 0
+    private var readingPaused = false
+    private var watchingWritable = false
+    private var peerClosed = false
+    /// No more requests are parsed; close once queued responses are written.
+    private var closeAfterResponses = false
+    private var lingerDeadline: MonotonicInstant?
+    private var closed = false
+
+    private var requestStartedAt: MonotonicInstant?
+    private var lastActivity: MonotonicInstant
+    private var lastWriteProgress: MonotonicInstant
+
+    init(descriptor: Int32, server: HTTPServer) {
+        self.descriptor = descriptor
+        self.server = server
+        self.parser = HTTPRequestParser(limits: server.configuration.limits)
+        let now = server.clock.monotonicNow()
+        lastActivity = now
+        lastWriteProgress = now
+    }
+
+    func handleEvents(_ events: UInt32) {
+        if events & cshutter_epollout() != 0 { writeOutgoing() }
+        if closed { return }
+        if events & (cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr())
+            != 0
+        {
+            readAvailable()
+        }
+    }
+
+    // MARK: Reading
+
+    private func readAvailable() {
+        let buffer = server.readBuffer
+        // A few reads per wake-up, then give other connections their turn.
+        for _ in 0..<4 {
+            let result: IOResult<Int>
+            do {
+                result = try nonBlockingSyscall("read") {
+                    Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+                }
+            } catch {
+                close()
+                return
+            }
+            guard case .processed(let count) = result else { break }
+            if count == 0 {
+                peerClosed = true
+                break
+            }
+            lastActivity = server.clock.monotonicNow()
+            if lingerDeadline != nil { continue }  // discarding what the client still sends
+            parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            if count < buffer.count { break }
+        }
+        if lingerDeadline != nil {
+            if peerClosed { close() }
+            return
+        }
+        processRequests()
+        if peerClosed && !closed {
+            // The client sent its last request; answer what is queued, then close.
+            closeAfterResponses = true
+            updateInterest()
+            closeIfFinished()
+        }
+    }
+
+    private func processRequests() {
+        while !closed && !closeAfterResponses && slots.count < server.configuration.maxPipelinedRequests {
+            switch parser.next() {
+            case .needMoreData:
+                if parser.bufferedByteCount > 0 {
+                    if requestStartedAt == nil { requestStartedAt = server.clock.monotonicNow() }
+                } else {
+                    requestStartedAt = nil
+                }
+                updateInterest()
+                return
+            case .sendContinue:
+                let now = server.clock.monotonicNow()
+                slots.append(
+                    Slot(
+                        id: 0, method: .get, target: "", version: .http11, keepAlive: true, startedAt: now,
+                        interim: true, response: HTTPResponse(status: .continue)))
+                flushResponses()
+            case .request(let request):
+                let startedAt = requestStartedAt ?? server.clock.monotonicNow()
+                requestStartedAt = nil
+                dispatch(request, startedAt: startedAt)
+            case .error(let error):
+                let id = server.makeRequestID()
+                slots.append(
+                    Slot(
+                        id: id, method: .get, target: "-", version: .http11, keepAlive: false,
+                        startedAt: requestStartedAt ?? server.clock.monotonicNow(), interim: false,
+                        response: HTTPError(error.status, detail: error.detail).response()))
+                closeAfterResponses = true
+                flushResponses()
+            }
+        }
+        updateInterest()
+    }
+
+    private func dispatch(_ request: HTTPRequest, startedAt: MonotonicInstant) {
+        let id = server.makeRequestID()
+        let keepAlive = request.keepAlive && !server.isShuttingDown
+        slots.append(
+            Slot(
+                id: id, method: request.method, target: request.target, version: request.version,
+                keepAlive: keepAlive, startedAt: startedAt, interim: false, response: nil))
+        if !keepAlive { closeAfterResponses = true }
+
+        guard let path = request.path else {
+            complete(
+                id,
+                HTTPError(.badRequest, detail: "the request path has an invalid percent-encoding").response())
+            return
+        }
+        switch server.router.resolve(method: request.method, path: path) {
+        case .notFound:
+            complete(id, HTTPError(.notFound, detail: "no resource at \(path)").response())
+        case .methodNotAllowed(let allowed):
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            complete(
+                id,
+                HTTPError(
+                    .methodNotAllowed, detail: "\(request.method) is not allowed on \(path); use \(allow)",
+                    headers: ["Allow": allow]
+                ).response())
+        case .handler(.immediate(let handler), let parameters):
+            complete(id, Self.respond(server.logger) { try handler(request, parameters) })
+        case .handler(.task(let handler), let parameters):
+            let logger = server.logger
+            let loop = server.loop
+            Task {
+                let response = await Self.respondAsync(logger) { try await handler(request, parameters) }
+                loop.execute { self.complete(id, response) }
+            }
+        }
+    }
+
+    private static func respond(_ logger: Logger, _ body: () throws -> HTTPResponse) -> HTTPResponse {
+        do { return try body() } catch { return errorResponse(error, logger) }
+    }
+
+    private static func respondAsync(_ logger: Logger, _ body: () async throws -> HTTPResponse) async
+        -> HTTPResponse
+    {
+        do { return try await body() } catch { return errorResponse(error, logger) }
+    }
+
+    private static func errorResponse(_ error: any Error, _ logger: Logger) -> HTTPResponse {
+        if let error = error as? any HTTPResponseError { return error.response() }
+        // Anything else is a bug or an OS failure: log it, and leak nothing to the client.
+        logger.error("handler failed", ["error": String(describing: error)])
+        return HTTPError(
+            .internalServerError, detail: "the server failed to handle this request; see its log"
+        )
+        .response()
+    }
+
+    /// Hands a finished response to its slot (on the loop thread).
+    private func complete(_ id: UInt64, _ response: HTTPResponse) {
+        guard !closed, let index = slots.firstIndex(where: { $0.id == id && !$0.interim }) else { return }
+        slots[index].response = response
+        flushResponses()
+    }
+
+    // MARK: Writing
+
+    /// Serializes every response that is next in order and ready.
+    private func flushResponses() {
+        while let first = slots.first, let response = first.response {
+            slots.removeFirst()
+            if first.interim {
+                outgoing.append(.bytes(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), offset: 0))
+                continue
+            }
+            let keepAlive =
+                first.keepAlive && !(closeAfterResponses && slots.isEmpty) && !server.isShuttingDown
+            let head = HTTPResponseHead.serialize(
+                response, version: first.version, keepAlive: keepAlive, date: server.dateCache.current(),
+                server: server.configuration.serverName, requestID: first.id)
+            outgoing.append(.bytes(head, offset: 0))
+            if first.method != .head && response.status.code >= 200 && response.status.code != 204
+                && response.status.code != 304
+            {
+                switch response.body {
+                case .empty: break
+                case .bytes(let bytes): if !bytes.isEmpty { outgoing.append(.bytes(bytes, offset: 0)) }
+                case .file(let region): if region.length > 0 { outgoing.append(.file(region, sent: 0)) }
+                }
+            }
+            logAccess(first, response)
+            if !keepAlive {
+                closeAfterResponses = true
+                slots.removeAll()
+                break
+            }
+        }
+        writeOutgoing()
+    }
+
+    private func writeOutgoing() {
+        while outgoingIndex < outgoing.count {
+            let progressed: Bool
+            do {
+                switch outgoing[outgoingIndex] {
+                case .bytes:
+                    progressed = try writeBytes()
+                case .file(let region, let sent):
+                    progressed = try writeFile(region, sent: sent)
+                }
+            } catch {
+                // EPIPE, ECONNRESET: the client is gone.
+                close()
+                return
+            }
+            if !progressed { break }
+            lastWriteProgress = server.clock.monotonicNow()
+        }
+        if outgoingIndex == outgoing.count {
+            outgoing.removeAll(keepingCapacity: true)
+            outgoingIndex = 0
+            if closeIfFinished() { return }
+            if readingPaused || !slots.isEmpty { processRequests() }
+        } else if outgoingIndex > 32 {
+            outgoing.removeFirst(outgoingIndex)
+            outgoingIndex = 0
+        }
+        updateInterest()
+    }
+
+    /// Writes consecutive in-memory chunks with one `writev`; returns whether anything was written.
+    private func writeBytes() throws -> Bool {
+        var chunks: [[UInt8]] = []
+        var index = outgoingIndex
+        while index < outgoing.count, chunks.count < 64, case .bytes(let bytes, _) = outgoing[index] {
+            chunks.append(bytes)
+            index += 1
+        }
+        let written: IOResult<Int> = try withIOVectors(chunks, from: outgoingIndex) { vectors in
+            try nonBlockingSyscall("writev") {
+                Glibc.writev(descriptor, vectors.baseAddress, Int32(vectors.count))
+            }
+        }
+        guard case .processed(var count) = written else { return false }
+        while count > 0, case .bytes(let bytes, let offset) = outgoing[outgoingIndex] {
+            let remaining = bytes.count - offset
+            if count >= remaining {
+                count -= remaining
+                outgoing[outgoingIndex] = .bytes([], offset: 0)
+                outgoingIndex += 1
+            } else {
+                outgoing[outgoingIndex] = .bytes(bytes, offset: offset + count)
+                count = 0
+            }
+        }
+        return true
+    }
+
+    private func withIOVectors<T>(
+        _ chunks: [[UInt8]], from start: Int, _ body: (UnsafeMutableBufferPointer<iovec>) throws -> T
+    ) throws -> T {
+        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: chunks.count)
+        defer { vectors.deallocate() }
+        func fill(_ index: Int) throws -> T {
+            if index == chunks.count { return try body(vectors) }
+            guard case .bytes(_, let offset) = outgoing[start + index] else { fatalError("not a byte chunk") }
+            return try chunks[index].withUnsafeBytes { raw in
+                vectors[index] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset),
+                    iov_len: raw.count - offset)
+                return try fill(index + 1)
+            }
+        }
+        return try fill(0)
+    }
+
+    /// Sends part of a file with `sendfile`; returns whether anything was written.
+    private func writeFile(_ region: FileRegion, sent: Int) throws -> Bool {
+        var offset = off_t(region.offset + sent)
+        let result = try nonBlockingSyscall("sendfile") {
+            Glibc.sendfile(descriptor, region.handle.descriptor, &offset, region.length - sent)
+        }
+        guard case .processed(let count) = result else { return false }
+        if count == 0 {
+            // The file shrank under us: the response cannot be completed honestly.
+            throw SystemError(errno: EIO, call: "sendfile (file truncated)")
+        }
+        if sent + count >= region.length {
+            outgoing[outgoingIndex] = .bytes([], offset: 0)
+            outgoingIndex += 1
+        } else {
+            outgoing[outgoingIndex] = .file(region, sent: sent + count)
+        }
+        return true
+    }
+
+    // MARK: Lifecycle
+
+    /// Watches for reading unless paused, and for writing while output is queued.
+    private func updateInterest() {
+        guard !closed else { return }
+        let wantRead =
+            lingerDeadline != nil
+            || (!closeAfterResponses && !peerClosed
+                && slots.count < server.configuration.maxPipelinedRequests)
+        let wantWrite = outgoingIndex < outgoing.count
+        guard wantRead == readingPaused || wantWrite != watchingWritable else { return }
+        readingPaused = !wantRead
+        watchingWritable = wantWrite
+        var events: UInt32 = 0
+        if wantRead { events |= cshutter_epollin() | cshutter_epollrdhup() }
+        if wantWrite { events |= cshutter_epollout() }
+        try? server.loop.modify(descriptor, events: events)
+    }
+
+    /// Closes (or starts a lingering close) once nothing is left to write; returns whether it did.
+    @discardableResult
+    private func closeIfFinished() -> Bool {
+        guard closeAfterResponses, slots.isEmpty, outgoingIndex == outgoing.count, lingerDeadline == nil
+        else {
+            return false
+        }
+        if peerClosed {
+            close()
+            return true
+        }
+        // Half-close and drain what the client still sends for a moment, so the kernel
+        // does not answer unread input with a reset that destroys our response in flight.
+        shutdown(descriptor, Int32(SHUT_WR))
+        lingerDeadline = server.clock.monotonicNow().advanced(by: 2_000_000_000)
+        updateInterest()
+        return true
+    }
+
+    /// Stops taking requests; closes now if idle, else after the queued responses.
+    func beginShutdown() {
+        closeAfterResponses = true
+        if slots.isEmpty && outgoingIndex == outgoing.count && parser.bufferedByteCount == 0 {
+            close()
+        } else {
+            closeIfFinished()
+            updateInterest()
+        }
+    }
+
+    /// Enforces the request, idle and write timeouts (called on every loop tick).
+    func checkDeadlines(now: MonotonicInstant) {
+        let config = server.configuration
+        if let linger = lingerDeadline {
+            if now >= linger { close() }
+            return
+        }
+        if outgoingIndex < outgoing.count {
+            if now.nanoseconds(since: lastWriteProgress) > UInt64(config.writeTimeoutMilliseconds) * 1_000_000
+            {
+                server.logger.info("closing connection: client stopped reading", ["fd": String(descriptor)])
+                close()
+            }
+            return
+        }
+        if let started = requestStartedAt, slots.isEmpty,
+            now.nanoseconds(since: started) > UInt64(config.requestTimeoutMilliseconds) * 1_000_000
+        {
+            requestStartedAt = nil
+            let id = server.makeRequestID()
+            slots.append(
+                Slot(
+                    id: id, method: .get, target: "-", version: .http11, keepAlive: false,
+                    startedAt: started,
+                    interim: false,
+                    response: HTTPError(
+                        .requestTimeout,
+                        detail: "the request was not complete within \(config.requestTimeoutMilliseconds) ms"
+                    ).response()))
+            closeAfterResponses = true
+            flushResponses()
+            return
+        }
+        if slots.isEmpty && parser.bufferedByteCount == 0
+            && now.nanoseconds(since: lastActivity) > UInt64(config.idleTimeoutMilliseconds) * 1_000_000
+        {
+            close()
+        }
+    }
+
+    /// Closes the socket and forgets the connection.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        server.loop.deregister(descriptor)
+        closeDescriptor(descriptor)
+        slots.removeAll()
+        outgoing.removeAll()
+        server.connectionClosed(self)
+    }
+
+    private func logAccess(_ slot: Slot, _ response: HTTPResponse) {
+        guard server.configuration.logRequests else { return }
+        let elapsed = server.clock.monotonicNow().nanoseconds(since: slot.startedAt)
+        let micros = elapsed / 1000
+        server.logger.info(
+            "request",
+            [
+                "request_id": String(slot.id), "method": slot.method.rawValue, "target": slot.target,
+                "status": String(response.status.code), "bytes": String(response.body.count),
+                "duration_ms": "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())",
+            ])
+    }
+}

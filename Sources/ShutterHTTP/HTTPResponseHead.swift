@@ -1,0 +1,52 @@
+import ShutterSystem
+
+/// Serializes a response head (RFC 9112 §4) into bytes.
+enum HTTPResponseHead {
+    /// The status line and headers, with `Content-Length`, `Date`, `Server` and `Connection`
+    /// added as the framing requires.
+    static func serialize(
+        _ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool, date: String, server: String,
+        requestID: UInt64
+    ) -> [UInt8] {
+        var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
+        head.reserveCapacity(256)
+        for (name, value) in response.headers {
+            if name.caseInsensitiveEquals("Content-Length") || name.caseInsensitiveEquals("Connection") {
+                continue
+            }
+            head += "\(name): \(value)\r\n"
+        }
+        // RFC 9110 §8.6: no Content-Length on 1xx and 204; 304 may carry the length
+        // of the selected representation, but nothing requires it, so leave it out.
+        let code = response.status.code
+        if code >= 200 && code != 204 && code != 304 {
+            head += "Content-Length: \(response.body.count)\r\n"
+        }
+        if code >= 200 {
+            head += "Date: \(date)\r\nServer: \(server)\r\nX-Request-Id: \(requestID)\r\n"
+            if !keepAlive {
+                head += "Connection: close\r\n"
+            } else if version == .http10 {
+                head += "Connection: keep-alive\r\n"
+            }
+        }
+        head += "\r\n"
+        return Array(head.utf8)
+    }
+}
+
+/// The `Date` header value, formatted at most once a second.
+final class HTTPDateCache {
+    private var second: Int64 = -1
+    private var cached = ""
+
+    /// The IMF-fixdate for now.
+    func current(clock: SystemClock = SystemClock()) -> String {
+        let now = clock.wallMillisecondsNow() / 1000
+        if now != second {
+            second = now
+            cached = Timestamp.httpDate(secondsSince1970: now)
+        }
+        return cached
+    }
+}

@@ -1,0 +1,208 @@
+import CShutterLinux
+import ShutterSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP/1.1 server: a listening socket and its connections, all owned by one event loop.
+public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
+    // @unchecked Sendable: every mutable field is touched only on `loop`'s thread;
+    // other threads reach the server only through `loop.execute`.
+    public let configuration: HTTPServerConfiguration
+    public let loop: EventLoop
+    let router: Router
+    let logger: Logger
+    let clock = SystemClock()
+    let dateCache = HTTPDateCache()
+
+    private var listenDescriptor: Int32 = -1
+    private var connections: [Int32: HTTPConnection] = [:]
+    /// Connections refused over the limit, drained briefly so the 503 is not destroyed by a reset.
+    private var rejected: [Int32: RejectedConnection] = [:]
+    private var nextRequestID: UInt64 = 1
+    private var shutdownCompletion: (() -> Void)?
+    private var shutdownDeadline: MonotonicInstant?
+    /// Scratch buffer for reads, shared by all connections (only one runs at a time on the loop).
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// The port actually bound (useful with port 0).
+    public private(set) var boundPort: Int = 0
+
+    public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger, loop: EventLoop) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        self.loop = loop
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Number of open connections.
+    public var connectionCount: Int { connections.count }
+
+    /// Binds and listens; call before `loop.run()` or on the loop thread.
+    public func start() throws {
+        let address = try SocketAddress(host: configuration.host, port: configuration.port)
+        let descriptor = try syscall("socket") {
+            socket(
+                address.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        }
+        do {
+            var one: Int32 = 1
+            _ = try syscall("setsockopt(SO_REUSEADDR)") {
+                setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
+            _ = try address.withSockAddr { pointer, length in
+                try syscall("bind \(configuration.host):\(configuration.port)") {
+                    bind(descriptor, pointer, length)
+                }
+            }
+            _ = try syscall("listen") { listen(descriptor, 1024) }
+            boundPort = try SocketAddress.localPort(of: descriptor)
+            try loop.register(descriptor, events: cshutter_epollin(), handler: self)
+        } catch {
+            closeDescriptor(descriptor)
+            throw error
+        }
+        listenDescriptor = descriptor
+        loop.onTick = { [unowned self] in self.tick() }
+    }
+
+    /// Stops accepting, lets in-flight responses finish, then closes every connection and calls `completion`.
+    public func shutdown(completion: @escaping () -> Void) {
+        assert(loop.inEventLoop)
+        if listenDescriptor >= 0 {
+            loop.deregister(listenDescriptor)
+            closeDescriptor(listenDescriptor)
+            listenDescriptor = -1
+        }
+        shutdownCompletion = completion
+        shutdownDeadline = clock.monotonicNow().advanced(
+            by: UInt64(configuration.shutdownGraceMilliseconds) * 1_000_000)
+        for connection in Array(connections.values) { connection.beginShutdown() }
+        finishShutdownIfDone()
+    }
+
+    /// Accepts every pending connection (the listening socket is readable).
+    public func handleEvents(_ events: UInt32) {
+        while listenDescriptor >= 0 {
+            let accepted: IOResult<Int32>
+            do {
+                accepted = try nonBlockingSyscall("accept4") {
+                    cshutter_accept4(
+                        listenDescriptor, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                }
+            } catch let error as SystemError {
+                // EMFILE/ENFILE/ENOBUFS: out of resources for now; the next readiness retries.
+                logger.warning("accept failed", ["error": error.description])
+                return
+            } catch {
+                return
+            }
+            guard case .processed(let descriptor) = accepted else { return }
+            if connections.count >= configuration.maxConnections {
+                rejectOverLimit(descriptor)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let connection = HTTPConnection(descriptor: descriptor, server: self)
+            do {
+                try loop.register(
+                    descriptor, events: cshutter_epollin() | cshutter_epollrdhup(), handler: connection)
+                connections[descriptor] = connection
+            } catch {
+                closeDescriptor(descriptor)
+            }
+        }
+    }
+
+    /// A request ID unique for this process, for logs and the `X-Request-Id` header.
+    func makeRequestID() -> UInt64 {
+        defer { nextRequestID += 1 }
+        return nextRequestID
+    }
+
+    /// Called by a connection once it has closed its descriptor.
+    func connectionClosed(_ connection: HTTPConnection) {
+        connections.removeValue(forKey: connection.descriptor)
+        finishShutdownIfDone()
+    }
+
+    /// Whether the server is draining for shutdown.
+    var isShuttingDown: Bool { shutdownCompletion != nil }
+
+    private func tick() {
+        let now = clock.monotonicNow()
+        for connection in Array(connections.values) { connection.checkDeadlines(now: now) }
+        for rejection in Array(rejected.values) where now >= rejection.deadline {
+            closeRejected(rejection.descriptor)
+        }
+        if let deadline = shutdownDeadline, now >= deadline {
+            for connection in Array(connections.values) { connection.close() }
+        }
+    }
+
+    private func finishShutdownIfDone() {
+        guard connections.isEmpty, let completion = shutdownCompletion else { return }
+        shutdownCompletion = nil
+        shutdownDeadline = nil
+        completion()
+    }
+
+    private func rejectOverLimit(_ descriptor: Int32) {
+        let body =
+            "{\"error\":\"service unavailable\",\"detail\":\"too many connections; try again later\"}\n"
+        let response =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+        var bytes = Array(response.utf8)
+        // Best effort on a fresh socket whose send buffer is empty; no waiting.
+        _ = Glibc.send(descriptor, &bytes, bytes.count, Int32(MSG_NOSIGNAL))
+        logger.warning(
+            "connection refused: over limit", ["max_connections": String(configuration.maxConnections)])
+        // Closing with the client's request unread would make the kernel answer with a
+        // reset that can destroy the 503 in flight: half-close and drain for a moment
+        // instead, but never hold more than a few such sockets.
+        guard rejected.count < 64 else {
+            closeDescriptor(descriptor)
+            return
+        }
+        Glibc.shutdown(descriptor, Int32(SHUT_WR))
+        let rejection = RejectedConnection(
+            descriptor: descriptor, deadline: clock.monotonicNow().advanced(by: 1_000_000_000),
+            onFinished: { [unowned self] in self.closeRejected(descriptor) })
+        do {
+            try loop.register(
+                descriptor, events: cshutter_epollin() | cshutter_epollrdhup(), handler: rejection)
+            rejected[descriptor] = rejection
+        } catch {
+            closeDescriptor(descriptor)
+        }
+    }
+
+    private func closeRejected(_ descriptor: Int32) {
+        guard rejected.removeValue(forKey: descriptor) != nil else { return }
+        loop.deregister(descriptor)
+        closeDescriptor(descriptor)
+    }
+}
+
+/// A refused connection being drained until the client closes or its deadline passes.
+private final class RejectedConnection: EventLoopHandler {
+    let descriptor: Int32
+    let deadline: MonotonicInstant
+    let onFinished: () -> Void
+
+    init(descriptor: Int32, deadline: MonotonicInstant, onFinished: @escaping () -> Void) {
+        self.descriptor = descriptor
+        self.deadline = deadline
+        self.onFinished = onFinished
+    }
+
+    func handleEvents(_ events: UInt32) {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        let n = scratch.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { onFinished() }
+    }
+}

@@ -1,0 +1,27 @@
+/// Limits and timeouts of the HTTP server; every field is a config key (see README).
+public struct HTTPServerConfiguration: Sendable, Equatable {
+    /// Address to listen on; loopback unless told otherwise (secure by default).
+    public var host: String = "127.0.0.1"
+    /// TCP port; 0 picks a free one (tests).
+    public var port: Int = 8080
+    /// Request size limits enforced by the parser.
+    public var limits = HTTPParserLimits()
+    /// Open connections beyond this are answered 503 and closed.
+    public var maxConnections: Int = 1024
+    /// Milliseconds from a request's first byte until it must be complete (408 after).
+    public var requestTimeoutMilliseconds: Int = 10_000
+    /// Milliseconds a keep-alive connection may sit with nothing to do before it is closed.
+    public var idleTimeoutMilliseconds: Int = 60_000
+    /// Milliseconds a client may leave a response unread (no write progress) before it is dropped.
+    public var writeTimeoutMilliseconds: Int = 30_000
+    /// Requests read ahead on one connection before its responses must be written (pipelining).
+    public var maxPipelinedRequests: Int = 16
+    /// Milliseconds that shutdown waits for in-flight responses before closing everything.
+    public var shutdownGraceMilliseconds: Int = 10_000
+    /// Log one line per request (method, target, status, bytes, duration).
+    public var logRequests: Bool = true
+    /// The `Server` header.
+    public var serverName: String = "shutterd"
+
+    public init() {}
+}

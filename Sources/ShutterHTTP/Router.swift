@@ -1,0 +1,85 @@
+/// Values captured from `{name}` segments of a route pattern.
+public struct RouteParameters: Sendable, Equatable {
+    public private(set) var values: [String: String] = [:]
+    public init(_ values: [String: String] = [:]) { self.values = values }
+    public subscript(name: String) -> String? { values[name] }
+}
+
+/// How a route's handler runs.
+public enum RouteHandler: Sendable {
+    /// Runs on the event-loop thread: only for work that never blocks (a file open, a memory copy).
+    case immediate(@Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse)
+    /// Runs as a Swift task; its response is handed back to the loop.
+    case task(@Sendable (HTTPRequest, RouteParameters) async throws -> HTTPResponse)
+}
+
+/// Maps method and path to a handler. Patterns are literal segments and `{name}`
+/// parameters, optionally with a literal suffix in the same segment (`/media/{id}.jpg`).
+public struct Router: Sendable {
+    /// What `resolve` found.
+    public enum Resolution {
+        case handler(RouteHandler, RouteParameters)
+        /// The path exists but not for this method: answer 405 with `Allow`.
+        case methodNotAllowed(allowed: [HTTPMethod])
+        case notFound
+    }
+
+    private struct Route: Sendable {
+        let method: HTTPMethod
+        let segments: [Segment]
+        let handler: RouteHandler
+    }
+
+    private enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(name: String, suffix: String)
+    }
+
+    private var routes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route; `GET` routes answer `HEAD` too.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: RouteHandler) {
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part -> Segment in
+            if part.hasPrefix("{"), let close = part.firstIndex(of: "}") {
+                let name = String(part[part.index(after: part.startIndex)..<close])
+                return .parameter(name: name, suffix: String(part[part.index(after: close)...]))
+            }
+            return .literal(String(part))
+        }
+        routes.append(Route(method: method, segments: segments, handler: handler))
+    }
+
+    /// Finds the handler for `method` and the decoded `path`.
+    public func resolve(method: HTTPMethod, path: String) -> Resolution {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        // A trailing slash names a different resource ("/library/" is not "/library").
+        if path.count > 1 && path.hasSuffix("/") { return .notFound }
+        var allowed: [HTTPMethod] = []
+        for route in routes {
+            guard let parameters = Self.match(route.segments, parts) else { continue }
+            if route.method == method || (method == .head && route.method == .get) {
+                return .handler(route.handler, parameters)
+            }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+            if route.method == .get && !allowed.contains(.head) { allowed.append(.head) }
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+    }
+
+    private static func match(_ segments: [Segment], _ parts: [Substring]) -> RouteParameters? {
+        guard segments.count == parts.count else { return nil }
+        var values: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let literal):
+                guard part == literal else { return nil }
+            case .parameter(let name, let suffix):
+                guard part.hasSuffix(suffix), part.count > suffix.count else { return nil }
+                values[name] = String(part.dropLast(suffix.count))
+            }
+        }
+        return RouteParameters(values)
+    }
+}

@@ -1,0 +1,140 @@
+import ShutterHTTP
+import ShutterSystem
+import ShutterTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The server over real sockets on 127.0.0.1, without the daemon.
+@Suite struct HTTPServerTests {
+    private static func router() -> Router {
+        var router = Router()
+        router.add(.get, "/hello", .immediate { _, _ in HTTPResponse(body: .bytes(Array("hello".utf8))) })
+        router.add(
+            .get, "/big",
+            .immediate { request, _ in
+                let size = Int(request.queryValue("size") ?? "0") ?? 0
+                return HTTPResponse(body: .bytes((0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) }))
+            })
+        router.add(
+            .get, "/slow",
+            .task { request, _ in
+                // Finishes after later pipelined requests: responses must still come in order.
+                try await Task.sleep(for: .milliseconds(Int(request.queryValue("ms") ?? "50") ?? 50))
+                return HTTPResponse(body: .bytes(Array("slow".utf8)))
+            })
+        router.add(
+            .post, "/echo", .task { request, _ in HTTPResponse(body: .bytes(request.body)) })
+        router.add(
+            .get, "/fail",
+            .task { _, _ in throw SystemError(errno: EIO, call: "secret internal call") })
+        return router
+    }
+
+    @Test func pipelinedResponsesComeInRequestOrder() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /slow?ms=80 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /slow?ms=10 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+            )
+            var bodies: [String] = []
+            while let response = socket.readResponse() {
+                bodies.append(String(decoding: response.body, as: UTF8.self))
+            }
+            #expect(bodies == ["slow", "hello", "slow", "hello"])
+        }
+    }
+
+    @Test func largeBodiesAreWrittenAsTheClientDrains() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            // 8 MB is far beyond the socket buffers: the server must queue and resume on EPOLLOUT.
+            let size = 8 * 1024 * 1024
+            let slowReader = try TestSocket(port: running.port, receiveBuffer: 4096)
+            try slowReader.send("GET /big?size=\(size) HTTP/1.1\r\nHost: t\r\n\r\n")
+            // While that response is stuck, another client is served at once.
+            let other = try TestSocket(port: running.port)
+            try other.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(other.readResponse()?.body == Array("hello".utf8))
+            let response = try #require(slowReader.readResponse())
+            #expect(response.body.count == size)
+            #expect(response.body == (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        }
+    }
+
+    @Test func unknownErrorsBecome500WithoutInternals() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /fail HTTP/1.1\r\nHost: t\r\n\r\n")
+            let response = try #require(socket.readResponse())
+            #expect(response.status == 500)
+            let body = String(decoding: response.body, as: UTF8.self)
+            #expect(body.contains("\"error\""))
+            #expect(!body.contains("secret"))
+        }
+    }
+
+    @Test func postBodiesAndContinue() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            let interim = try #require(socket.readResponse())
+            #expect(interim.status == 100)
+            try socket.send("abcde")
+            let response = try #require(socket.readResponse())
+            #expect(response.status == 200)
+            #expect(response.body == Array("abcde".utf8))
+        }
+    }
+
+    @Test func headGetsHeadersWithoutBody() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("HEAD /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let raw = String(decoding: socket.readToEnd(), as: UTF8.self)
+            #expect(raw.contains("Content-Length: 5\r\n"))
+            #expect(raw.hasSuffix("\r\n\r\n"))
+        }
+    }
+
+    @Test func idleConnectionsAreClosed() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router()) { $0.idleTimeoutMilliseconds = 150 }
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(socket.readResponse()?.status == 200)
+            // The server closes the idle connection: the read ends instead of timing out after 5 s.
+            let start = SystemClock().monotonicNow()
+            #expect(socket.readToEnd().isEmpty)
+            #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 3_000_000_000)
+        }
+    }
+
+    @Test func shutdownWaitsForInFlightResponses() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /slow?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(50000)
+            running.stop()
+            let raw = String(decoding: socket.readToEnd(), as: UTF8.self)
+            #expect(raw.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(raw.contains("Connection: close"))
+            #expect(raw.hasSuffix("slow"))
+        }
+    }
+}

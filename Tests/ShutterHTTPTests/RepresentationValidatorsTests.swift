@@ -1,0 +1,66 @@
+import ShutterHTTP
+import ShutterSystem
+import Testing
+
+@Suite struct RepresentationValidatorsTests {
+    let validators = RepresentationValidators(etag: "\"7-1000\"", lastModified: 1_700_000_000, length: 1000)
+
+    private func decide(_ headers: HTTPHeaders) -> RepresentationDecision { validators.evaluate(headers) }
+
+    @Test func noHeadersMeansWhole() {
+        #expect(decide([:]) == .whole)
+    }
+
+    @Test func byteRanges() {
+        #expect(decide(["Range": "bytes=0-99"]) == .partial(0..<100))
+        #expect(decide(["Range": "bytes=900-"]) == .partial(900..<1000))
+        #expect(decide(["Range": "bytes=-10"]) == .partial(990..<1000))
+        #expect(decide(["Range": "bytes=-5000"]) == .partial(0..<1000))
+        #expect(decide(["Range": "bytes=990-5000"]) == .partial(990..<1000))
+        #expect(decide(["Range": "bytes=999-999"]) == .partial(999..<1000))
+        #expect(decide(["Range": "bytes=1000-"]) == .rangeNotSatisfiable)
+        #expect(decide(["Range": "bytes=-0"]) == .rangeNotSatisfiable)
+        // Malformed or multiple ranges are ignored: the whole picture (RFC 9110 §14.2).
+        #expect(decide(["Range": "bytes=5-2"]) == .whole)
+        #expect(decide(["Range": "bytes=a-b"]) == .whole)
+        #expect(decide(["Range": "items=0-1"]) == .whole)
+        #expect(decide(["Range": "bytes=0-1,5-6"]) == .whole)
+    }
+
+    @Test func ifNoneMatchAndIfModifiedSince() {
+        #expect(decide(["If-None-Match": "\"7-1000\""]) == .notModified)
+        #expect(decide(["If-None-Match": "W/\"7-1000\""]) == .notModified)
+        #expect(decide(["If-None-Match": "\"x\", \"7-1000\""]) == .notModified)
+        #expect(decide(["If-None-Match": "*"]) == .notModified)
+        #expect(decide(["If-None-Match": "\"other\""]) == .whole)
+        let same = Timestamp.httpDate(secondsSince1970: 1_700_000_000)
+        let earlier = Timestamp.httpDate(secondsSince1970: 1_699_999_999)
+        #expect(decide(["If-Modified-Since": same]) == .notModified)
+        #expect(decide(["If-Modified-Since": earlier]) == .whole)
+        // If-None-Match wins over If-Modified-Since (RFC 9110 §13.1.3).
+        #expect(decide(["If-None-Match": "\"other\"", "If-Modified-Since": same]) == .whole)
+    }
+
+    @Test func preconditions() {
+        #expect(decide(["If-Match": "\"other\""]) == .preconditionFailed)
+        #expect(decide(["If-Match": "\"7-1000\""]) == .whole)
+        // If-Match uses the strong comparison.
+        #expect(decide(["If-Match": "W/\"7-1000\""]) == .preconditionFailed)
+        let earlier = Timestamp.httpDate(secondsSince1970: 1_699_999_999)
+        #expect(decide(["If-Unmodified-Since": earlier]) == .preconditionFailed)
+    }
+
+    @Test func ifRangeOnlyAppliesToTheSameRepresentation() {
+        #expect(decide(["Range": "bytes=0-9", "If-Range": "\"7-1000\""]) == .partial(0..<10))
+        #expect(decide(["Range": "bytes=0-9", "If-Range": "\"old\""]) == .whole)
+        let same = Timestamp.httpDate(secondsSince1970: 1_700_000_000)
+        #expect(decide(["Range": "bytes=0-9", "If-Range": same]) == .partial(0..<10))
+    }
+
+    @Test func httpDatesRoundTrip() {
+        #expect(Timestamp.httpDate(secondsSince1970: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(Timestamp.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(Timestamp.parseHTTPDate("yesterday") == nil)
+        #expect(Timestamp.iso8601(millisecondsSince1970: 951_782_400_123) == "2000-02-29T00:00:00.123Z")
+    }
+}

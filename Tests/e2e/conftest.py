@@ -1,0 +1,120 @@
+"""Runs the real shutterd binary for end-to-end tests: a free port on 127.0.0.1,
+a temporary data directory, and its log read from stderr."""
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+BINARY = os.environ.get("SHUTTERD_BIN", os.path.join(os.path.dirname(__file__), "../../.build/release/shutterd"))
+
+
+class Daemon:
+    """One shutterd process."""
+
+    def __init__(self, data_dir, args=(), env=None):
+        self.data_dir = str(data_dir)
+        self.args = list(args)
+        self.env = env or {}
+        self.process = None
+        self.port = None
+        self.log_lines = []
+        self._listening = threading.Event()
+
+    def start(self, timeout=20):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SHUTTERD_")}
+        env.update(self.env)
+        self._listening.clear()
+        self.log_lines = []
+        self.process = subprocess.Popen(
+            [BINARY, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        threading.Thread(target=self._read_log, daemon=True).start()
+        if not self._listening.wait(timeout):
+            self.process.kill()
+            raise AssertionError("shutterd did not start:\n" + "\n".join(self.log_lines))
+        return self
+
+    def _read_log(self):
+        for raw in self.process.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.log_lines.append(line)
+            match = re.search(r"listening .*address=[^ ]*:(\d+)", line)
+            if match:
+                self.port = int(match.group(1))
+                self._listening.set()
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Sends `sig` and returns the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout)
+
+    def connection(self, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None):
+        """One request on a fresh connection; returns (status, headers dict (lowercase), body bytes)."""
+        conn = self.connection()
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            conn.close()
+
+    def json(self, method, path, body=None, headers=None):
+        status, headers, data = self.request(method, path, body, headers)
+        return status, headers, (json.loads(data) if data else None)
+
+    def raw(self, data, read_until_close=True, timeout=5):
+        """Sends raw bytes on a new socket and returns everything read until the server closes."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
+            sock.sendall(data)
+            chunks = []
+            try:
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    if not read_until_close:
+                        break
+            except socket.timeout:
+                pass
+            return b"".join(chunks)
+
+    def snap(self):
+        status, headers, record = self.json("POST", "/snap")
+        assert status == 201, record
+        return record
+
+
+@pytest.fixture
+def make_daemon(tmp_path):
+    """Factory: make_daemon(args=[...]) starts a daemon; all are stopped after the test."""
+    daemons = []
+
+    def factory(args=(), env=None, data_dir=None):
+        daemon = Daemon(data_dir or tmp_path / "data", args, env).start()
+        daemons.append(daemon)
+        return daemon
+
+    yield factory
+    for daemon in daemons:
+        if daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+
+
+@pytest.fixture
+def daemon(make_daemon):
+    """A daemon on the test pattern at a small size and a quick frame rate."""
+    return make_daemon(["--size", "640x480", "--fps", "60"])

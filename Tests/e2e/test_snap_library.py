@@ -1,0 +1,179 @@
+"""Snap, library, media and preview through a real HTTP client, checked with a real JPEG decoder."""
+
+import hashlib
+import json
+import subprocess
+import time
+
+
+def djpeg_size(jpeg: bytes):
+    """Decodes with djpeg (libjpeg-turbo-progs) and returns (width, height) of the PNM it writes."""
+    out = subprocess.run(["djpeg", "-pnm"], input=jpeg, capture_output=True, check=True).stdout
+    fields = out.split(maxsplit=4)
+    assert fields[0] in (b"P5", b"P6")
+    return int(fields[1]), int(fields[2])
+
+
+def test_curl_snap_stores_a_picture_a_decoder_opens(daemon, tmp_path):
+    out = subprocess.run(
+        ["curl", "-sS", "-X", "POST", "-D", "-", f"http://127.0.0.1:{daemon.port}/snap"],
+        capture_output=True, check=True).stdout.decode()
+    head, body = out.split("\r\n\r\n", 1)
+    assert head.startswith("HTTP/1.1 201 Created")
+    record = json.loads(body)
+    assert f"Location: /library/{record['id']}" in head
+    assert record["width"] == 640 and record["height"] == 480
+    assert record["url"] == f"/media/{record['id']}.jpg"
+    assert record["source"] == "test-pattern"
+    assert record["taken_at"].endswith("Z")
+
+    status, headers, jpeg = daemon.request("GET", record["url"])
+    assert status == 200
+    assert headers["content-type"] == "image/jpeg"
+    assert len(jpeg) == record["bytes"]
+    assert hashlib.sha256(jpeg).hexdigest() == record["sha256"]
+    assert djpeg_size(jpeg) == (640, 480)
+    # The file on disk is the same bytes, named by id.
+    assert (tmp_path / "data" / "media" / f"{record['id']}.jpg").read_bytes() == jpeg
+
+    status, _, same = daemon.json("GET", f"/library/{record['id']}")
+    assert status == 200 and same == record
+
+
+def test_each_snap_is_a_new_frame(daemon):
+    first, second = daemon.snap(), daemon.snap()
+    assert second["id"] > first["id"]
+    assert first["sha256"] != second["sha256"]
+    assert second["taken_at"] >= first["taken_at"]
+
+
+def test_snap_uses_a_frame_captured_after_the_request(make_daemon):
+    # At 2 fps a stale frame would be up to 500 ms old; a fresh one is taken after we ask.
+    d = make_daemon(["--size", "320x240", "--fps", "2"])
+    d.request("GET", "/preview.jpg")
+    before = time.time()
+    record = d.snap()
+    taken = time.mktime(time.strptime(record["taken_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    taken += int(record["taken_at"][20:23]) / 1000
+    assert taken >= before - 0.05, (record["taken_at"], before)
+
+
+def test_library_pages_through_120_pictures(daemon):
+    ids = [daemon.snap()["id"] for _ in range(120)]
+    seen = []
+    path = "/library?limit=50"
+    pages = 0
+    while path:
+        status, headers, page = daemon.json("GET", path)
+        assert status == 200
+        seen += [item["id"] for item in page["items"]]
+        path = page["next"]
+        pages += 1
+    assert pages == 3
+    assert seen == sorted(ids, reverse=True), "newest first, no gaps, no duplicates"
+
+    # Forward paging from a cursor: what came after, in the order taken.
+    status, _, page = daemon.json("GET", f"/library?after={ids[99]}&limit=50")
+    assert [item["id"] for item in page["items"]] == ids[100:]
+    assert page["next"] is None
+
+
+def test_library_is_cheap_to_poll_with_etags(daemon):
+    daemon.snap()
+    status, headers, _ = daemon.request("GET", "/library")
+    etag = headers["etag"]
+    status, headers, body = daemon.request("GET", "/library", headers={"If-None-Match": etag})
+    assert status == 304 and body == b""
+    daemon.snap()
+    status, headers, _ = daemon.request("GET", "/library", headers={"If-None-Match": etag})
+    assert status == 200 and headers["etag"] != etag
+
+
+def test_library_rejects_bad_parameters_with_json(daemon):
+    for path, word in [
+        ("/library?limit=0", "limit"), ("/library?limit=501", "limit"), ("/library?limit=abc", "limit"),
+        ("/library?before=-3", "before"), ("/library?colour=red", "colour"),
+    ]:
+        status, headers, body = daemon.json("GET", path)
+        assert status == 400, path
+        assert headers["content-type"] == "application/json"
+        assert word in body["detail"], body
+    for path in ["/library/0", "/library/abc", "/library/999999", "/media/999999.jpg", "/media/../x.jpg",
+                 "/media/1.png", "/nothing"]:
+        status, _, body = daemon.request("GET", path)
+        assert status == 404, path
+        assert "error" in json.loads(body)
+
+
+def test_media_ranges_and_conditional_requests(daemon):
+    record = daemon.snap()
+    url = record["url"]
+    _, headers, whole = daemon.request("GET", url)
+    assert headers["accept-ranges"] == "bytes"
+    assert "immutable" in headers["cache-control"]
+    etag, modified = headers["etag"], headers["last-modified"]
+    size = len(whole)
+
+    status, headers, part = daemon.request("GET", url, headers={"Range": "bytes=0-99"})
+    assert status == 206 and part == whole[:100]
+    assert headers["content-range"] == f"bytes 0-99/{size}"
+    status, _, part = daemon.request("GET", url, headers={"Range": "bytes=-10"})
+    assert status == 206 and part == whole[-10:]
+    status, _, part = daemon.request("GET", url, headers={"Range": f"bytes={size - 5}-"})
+    assert status == 206 and part == whole[-5:]
+    status, headers, body = daemon.request("GET", url, headers={"Range": f"bytes={size}-"})
+    assert status == 416 and headers["content-range"] == f"bytes */{size}"
+    assert json.loads(body)["error"]
+    # A stale If-Range means "send it all".
+    status, _, part = daemon.request("GET", url, headers={"Range": "bytes=0-9", "If-Range": '"0-0"'})
+    assert status == 200 and part == whole
+
+    status, headers, body = daemon.request("GET", url, headers={"If-None-Match": etag})
+    assert status == 304 and body == b"" and headers["etag"] == etag
+    status, _, body = daemon.request("GET", url, headers={"If-Modified-Since": modified})
+    assert status == 304 and body == b""
+    status, _, _ = daemon.request("GET", url, headers={"If-Match": '"nope"'})
+    assert status == 412
+
+    status, headers, body = daemon.request("HEAD", url)
+    assert status == 200 and body == b"" and int(headers["content-length"]) == size
+
+
+def test_delete_removes_record_and_file(daemon, tmp_path):
+    keep, gone = daemon.snap(), daemon.snap()
+    status, _, body = daemon.request("DELETE", f"/library/{gone['id']}")
+    assert status == 204 and body == b""
+    assert daemon.request("GET", f"/library/{gone['id']}")[0] == 404
+    assert daemon.request("GET", gone["url"])[0] == 404
+    assert daemon.request("DELETE", f"/library/{gone['id']}")[0] == 404
+    assert not (tmp_path / "data" / "media" / f"{gone['id']}.jpg").exists()
+    assert daemon.request("GET", keep["url"])[0] == 200
+    # Ids are never reused, even for the newest.
+    assert daemon.snap()["id"] > gone["id"]
+
+
+def test_preview_status_and_health(daemon):
+    status, headers, jpeg = daemon.request("GET", "/preview.jpg")
+    assert status == 200 and headers["cache-control"] == "no-store"
+    assert djpeg_size(jpeg) == (640, 480)
+    daemon.snap()
+    status, _, health = daemon.json("GET", "/healthz")
+    assert status == 200 and health["status"] == "ok"
+    status, _, info = daemon.json("GET", "/status")
+    assert status == 200
+    assert info["camera"]["name"] == "test-pattern"
+    assert (info["camera"]["width"], info["camera"]["height"], info["camera"]["fps"]) == (640, 480, 60)
+    assert info["camera"]["frames_captured"] > 0
+    assert info["library"]["pictures"] == 1
+    assert info["version"]
+    assert info["uptime_s"] >= 0
+
+
+def test_snap_rejects_bodies_and_parameters_it_does_not_take(daemon):
+    status, _, body = daemon.json("POST", "/snap", body=b"not json", headers={"Content-Type": "application/json"})
+    assert status == 400 and "body" in body["detail"]
+    status, _, body = daemon.json("POST", "/snap?flash=on")
+    assert status == 400 and "flash" in body["detail"]
+    status, _, body = daemon.json("DELETE", "/library/1", body=b"{}")
+    assert status in (400, 404)
+    assert daemon.json("GET", "/library")[2]["items"] == []

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Issue 2 benchmarks, side by side in one run (ratios, because these machines are noisy).
+
+1. GET /media/{id}.jpg of a ~200 KB picture: shutterd against nginx serving the same file
+   (1 worker, sendfile, keep-alive), wrk with 64 connections on loopback.
+2. GET /library?limit=50 over 10,000 pictures: requests/s and latency percentiles.
+3. POST /snap: p50/p95 latency over 200 sequential snaps at 30 fps, with the
+   Server-Timing breakdown (wait for a fresh frame, encode, store) and the HTTP rest.
+
+Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd]
+Needs: wrk, nginx-light (Debian); builds nothing itself (run `swift build -c release` first).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def start_daemon(binary, data_dir, args):
+    process = subprocess.Popen(
+        [binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--access-log", "false", *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for raw in process.stderr:
+        match = re.search(rb"listening .*address=[^ ]*:(\d+)", raw)
+        if match:
+            threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
+            return process, int(match.group(1))
+    raise SystemExit("shutterd did not start")
+
+
+def stop(process):
+    process.send_signal(signal.SIGTERM)
+    process.wait(30)
+
+
+def post_snap(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/snap")
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    assert response.status == 201, body
+    return json.loads(body), response.getheader("Server-Timing")
+
+
+def wrk(url, connections, duration, threads=2):
+    out = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s", "--latency", url],
+        capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    transfer = re.search(r"Transfer/sec:\s+([\d.]+\w+)", out).group(1)
+    latency = dict(re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+\w+)", out, re.M))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "transfer": transfer, "p50": latency.get("50"), "p99": latency.get("99"),
+            "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def media_vs_nginx(binary, duration):
+    work = tempfile.mkdtemp(prefix="shutter-bench-media-")
+    # 1920x1080 at quality 95 makes a test-pattern JPEG of about 200 KB.
+    daemon, port = start_daemon(binary, os.path.join(work, "data"), ["--size", "1920x1080", "--quality", "95"])
+    try:
+        record, _ = post_snap(port)
+        path = os.path.join(work, "data", "media", f"{record['id']}.jpg")
+        www = os.path.join(work, "www")
+        os.makedirs(www)
+        shutil.copy(path, os.path.join(www, "picture.jpg"))
+        nginx_port = port + 1 if port < 65000 else port - 1
+        conf = os.path.join(work, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""
+worker_processes 1;
+daemon off;
+error_log {work}/nginx-error.log;
+pid {work}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 60;
+    types {{ image/jpeg jpg; }}
+    server {{
+        listen 127.0.0.1:{nginx_port};
+        root {www};
+        etag on;
+    }}
+}}
+""")
+        nginx = subprocess.Popen(["nginx", "-c", conf, "-p", work], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        try:
+            ours_url = f"http://127.0.0.1:{port}/media/{record['id']}.jpg"
+            theirs_url = f"http://127.0.0.1:{nginx_port}/picture.jpg"
+            wrk(ours_url, 64, 2)  # warm up both
+            wrk(theirs_url, 64, 2)
+            cpu0 = cpu_seconds(daemon.pid)
+            ours = wrk(ours_url, 64, duration)
+            ours["cpu_s"] = cpu_seconds(daemon.pid) - cpu0
+            theirs = wrk(theirs_url, 64, duration)
+            ours2 = wrk(ours_url, 64, duration)  # again, to see the drift
+        finally:
+            nginx.send_signal(signal.SIGQUIT)
+            nginx.wait(10)
+        return {"bytes": record["bytes"], "shutterd": ours, "nginx": theirs, "shutterd_again": ours2,
+                "ratio": round(((ours["rps"] + ours2["rps"]) / 2) / theirs["rps"], 3)}
+    finally:
+        stop(daemon)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def library_listing(binary, duration, pictures=10000):
+    # Seeded through the real API on tmpfs (fsync is free there), 64 snaps at a time
+    # so each frame satisfies many waiting snaps.
+    work = tempfile.mkdtemp(prefix="shutter-bench-library-", dir="/dev/shm")
+    daemon, port = start_daemon(binary, os.path.join(work, "data"), ["--size", "160x120", "--fps", "120"])
+    try:
+        started = time.monotonic()
+        done = [0]
+        lock = threading.Lock()
+
+        def seeder():
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            while True:
+                with lock:
+                    if done[0] >= pictures:
+                        return
+                    done[0] += 1
+                conn.request("POST", "/snap")
+                response = conn.getresponse()
+                response.read()
+                assert response.status == 201
+
+        threads = [threading.Thread(target=seeder) for _ in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seed_seconds = time.monotonic() - started
+        url = f"http://127.0.0.1:{port}/library?limit=50"
+        wrk(url, 16, 2)
+        result = wrk(url, 16, duration)
+        result["seeded"] = pictures
+        result["seed_rate_per_s"] = round(pictures / seed_seconds)
+        # A deep page (a cursor near the oldest end) must cost the same as the first.
+        deep = wrk(f"http://127.0.0.1:{port}/library?limit=50&before=200", 16, duration)
+        result["deep_page_rps"] = deep["rps"]
+        result["deep_page_p99"] = deep["p99"]
+        return result
+    finally:
+        stop(daemon)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def snap_latency(binary, count=200, data_root=None):
+    work = tempfile.mkdtemp(prefix="shutter-bench-snap-", dir=data_root)
+    daemon, port = start_daemon(binary, os.path.join(work, "data"), ["--size", "1280x720", "--fps", "30"])
+    try:
+        post_snap(port)
+        totals, waits, encodes, stores = [], [], [], []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            _, timing = post_snap(port)
+            totals.append((time.perf_counter() - t0) * 1000)
+            parts = dict(re.findall(r"(\w+);dur=([\d.]+)", timing))
+            waits.append(float(parts["wait"]))
+            encodes.append(float(parts["encode"]))
+            stores.append(float(parts["store"]))
+            # Arrive at a random phase of the frame clock, as real requests do.
+            time.sleep(0.005 + (hash(t0) % 1000) / 1000 * 0.03)
+        pct = lambda xs, q: round(statistics.quantiles(xs, n=100)[q - 1], 2)
+        rest = [t - w - e - s for t, w, e, s in zip(totals, waits, encodes, stores)]
+        return {
+            "snaps": count, "p50_ms": pct(totals, 50), "p95_ms": pct(totals, 95),
+            "median_wait_for_frame_ms": round(statistics.median(waits), 2),
+            "median_encode_ms": round(statistics.median(encodes), 2),
+            "median_store_ms": round(statistics.median(stores), 2),
+            "median_http_and_rest_ms": round(statistics.median(rest), 2),
+            "filesystem": subprocess.run(["df", "--output=fstype", work], capture_output=True, text=True).stdout.split()[-1],
+        }
+    finally:
+        stop(daemon)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def fsync_cost(data_root=None, count=200):
+    """What one write+fsync+rename+dir-fsync of 150 KB costs on this disk, for the snap breakdown."""
+    work = tempfile.mkdtemp(prefix="shutter-bench-fsync-", dir=data_root)
+    payload = os.urandom(150_000)
+    times = []
+    try:
+        dfd = os.open(work, os.O_RDONLY)
+        for i in range(count):
+            t0 = time.perf_counter()
+            tmp = os.path.join(work, f".{i}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, payload)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmp, os.path.join(work, f"{i}.jpg"))
+            os.fsync(dfd)
+            times.append((time.perf_counter() - t0) * 1000)
+        os.close(dfd)
+        return round(statistics.median(times), 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/shutterd"))
+    parser.add_argument("--only", choices=["media", "library", "snap"])
+    args = parser.parse_args()
+    results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}}
+    if args.only in (None, "media"):
+        results["media_vs_nginx"] = media_vs_nginx(args.binary, args.duration)
+    if args.only in (None, "library"):
+        results["library_10k"] = library_listing(args.binary, args.duration)
+    if args.only in (None, "snap"):
+        results["snap_latency"] = snap_latency(args.binary)
+        results["snap_latency"]["median_write_fsync_rename_fsync_dir_ms"] = fsync_cost()
+    json.dump(results, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
