@@ -75,8 +75,8 @@ def cpu_seconds(pid):
 
 def media_vs_nginx(binary, duration):
     work = tempfile.mkdtemp(prefix="shutter-bench-media-")
-    # 1920x1080 at quality 95 makes a test-pattern JPEG of about 200 KB.
-    daemon, port = start_daemon(binary, os.path.join(work, "data"), ["--size", "1920x1080", "--quality", "95"])
+    # 1920x1080 at quality 75 makes a test-pattern JPEG of about 200 KB.
+    daemon, port = start_daemon(binary, os.path.join(work, "data"), ["--size", "1920x1080", "--quality", "75"])
     try:
         record, _ = post_snap(port)
         path = os.path.join(work, "data", "media", f"{record['id']}.jpg")
@@ -87,6 +87,7 @@ def media_vs_nginx(binary, duration):
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
+user root;
 worker_processes 1;
 daemon off;
 error_log {work}/nginx-error.log;

@@ -23,7 +23,16 @@ extension MediaCatalog {
             logger.warning("removed a picture file that had no catalog row", ["id": String(id)])
         }
 
-        let missingIDs = rowIDs.subtracting(listing.mediaIDs).sorted()
+        var missingIDs = rowIDs.subtracting(listing.mediaIDs).sorted()
+        // Every file gone at once is not a crash: it is a media directory that is not
+        // mounted, or was replaced. Deleting the rows would make that loss permanent, so
+        // keep them (their media answers 404) until the files are back.
+        if rowIDs.count > 1 && missingIDs.count == rowIDs.count {
+            logger.error(
+                "no picture file of the catalog is in the media directory; is it mounted? keeping the catalog as it is",
+                ["rows": String(rowIDs.count), "directory": files.path])
+            missingIDs = []
+        }
         if !missingIDs.isEmpty {
             try database.inTransaction {
                 let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")

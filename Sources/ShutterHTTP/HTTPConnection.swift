@@ -279,10 +279,16 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             chunks.append(bytes)
             index += 1
         }
+        // When a file follows, MSG_MORE holds the head back so it leaves in the same
+        // segment as the file's first bytes (what nginx gets from tcp_nopush).
+        var fileFollows = false
+        if index < outgoing.count, case .file = outgoing[index] { fileFollows = true }
+        let flags = Int32(MSG_NOSIGNAL) | (fileFollows ? Int32(MSG_MORE) : 0)
         let written: IOResult<Int> = try withIOVectors(chunks, from: outgoingIndex) { vectors in
-            try nonBlockingSyscall("writev") {
-                Glibc.writev(descriptor, vectors.baseAddress, Int32(vectors.count))
-            }
+            var message = msghdr()
+            message.msg_iov = vectors.baseAddress
+            message.msg_iovlen = vectors.count
+            return try nonBlockingSyscall("sendmsg") { Glibc.sendmsg(descriptor, &message, flags) }
         }
         guard case .processed(var count) = written else { return false }
         while count > 0, case .bytes(let bytes, let offset) = outgoing[outgoingIndex] {

@@ -1,6 +1,5 @@
 import ShutterSystem
 import ShutterTestSupport
-import Synchronization
 import Testing
 
 @testable import ShutterCatalog
@@ -28,7 +27,7 @@ import Testing
             try writeFile("\(media)/notes.txt", [1])
             try writeFile("\(media)/007.jpg", [1])
 
-            let sink = RecordingSink()
+            let sink = RecordingLogSink()
             let catalog = try MediaCatalog.open(
                 directory, logger: Logger(label: "test", level: .warning, sink: sink))
 
@@ -58,7 +57,7 @@ import Testing
                 let catalog = try MediaCatalog.open(directory)
                 try await catalog.add(seed: 1)
             }
-            let sink = RecordingSink()
+            let sink = RecordingLogSink()
             let catalog = try MediaCatalog.open(
                 directory, logger: Logger(label: "test", level: .trace, sink: sink))
             #expect(catalog.reconciliation.isClean)
@@ -67,30 +66,36 @@ import Testing
         }
     }
 
-    @Test func everyRowWithoutAFileIsRemoved() async throws {
+    @Test func rowsWithoutFilesAreRemovedOneByOne() async throws {
         try await withTemporaryDirectory { directory in
             do {
                 let catalog = try MediaCatalog.open(directory)
                 for seed in 1...3 { try await catalog.add(seed: seed) }
             }
-            for id in 1...3 { #expect(unlink("\(directory)/media/\(id).jpg") == 0) }
+            for id in 1...2 { #expect(unlink("\(directory)/media/\(id).jpg") == 0) }
             let catalog = try MediaCatalog.open(directory)
-            #expect(catalog.reconciliation.removedRowIDs == [1, 2, 3])
-            #expect(
-                try await catalog.statistics() == CatalogStatistics(count: 0, totalBytes: 0, newestID: nil))
+            #expect(catalog.reconciliation.removedRowIDs == [1, 2])
+            #expect(try await catalog.statistics().count == 1)
             #expect(try await catalog.add(seed: 4).id == 4)
         }
     }
-}
 
-/// Keeps every log line, for asserting what was logged.
-private final class RecordingSink: Logger.Sink {
-    // Written by whichever thread logs, read by the test after the catalog is done with it.
-    private let recorded = Mutex<[String]>([])
-
-    var lines: [String] { recorded.withLock { $0 } }
-
-    func write(_ line: String) {
-        recorded.withLock { $0.append(line) }
+    @Test func anEmptiedMediaDirectoryKeepsTheCatalog() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                for seed in 1...3 { try await catalog.add(seed: seed) }
+            }
+            // As if media/ were an unmounted disk: every file gone at once.
+            for id in 1...3 { #expect(unlink("\(directory)/media/\(id).jpg") == 0) }
+            let sink = RecordingLogSink()
+            let catalog = try MediaCatalog.open(
+                directory, logger: Logger(label: "test", level: .warning, sink: sink))
+            #expect(catalog.reconciliation.removedRowIDs.isEmpty)
+            #expect(try await catalog.statistics().count == 3)
+            #expect(sink.lines.contains { $0.contains(" error test: ") && $0.contains("mounted") })
+            // New pictures still get new ids.
+            #expect(try await catalog.add(seed: 4).id == 4)
+        }
     }
 }

@@ -1,0 +1,17 @@
+import ShutterSystem
+import Synchronization
+
+/// A `Logger.Sink` that keeps every line, for asserting what was logged.
+public final class RecordingLogSink: Logger.Sink {
+    // Written by whichever thread logs, read by the test afterwards.
+    private let recorded = Mutex<[String]>([])
+
+    public init() {}
+
+    /// Every line written so far, in order.
+    public var lines: [String] { recorded.withLock { $0 } }
+
+    public func write(_ line: String) {
+        recorded.withLock { $0.append(line) }
+    }
+}
