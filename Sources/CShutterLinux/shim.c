@@ -48,3 +48,9 @@ int cshutter_thread_join(uint64_t thread) {
 void cshutter_thread_set_name(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }
+
+void cshutter_thread_get_name(char *buffer, size_t size) {
+    if (pthread_getname_np(pthread_self(), buffer, size) != 0 && size > 0) {
+        buffer[0] = 0;
+    }
+}

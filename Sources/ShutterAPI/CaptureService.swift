@@ -8,10 +8,12 @@ public final class CaptureCounters: Sendable {
     let captured = Atomic<UInt64>(0)
     let encoded = Atomic<UInt64>(0)
     let failures = Atomic<UInt64>(0)
+    let reopens = Atomic<UInt64>(0)
 
     public var framesCaptured: UInt64 { captured.load(ordering: .relaxed) }
     public var framesEncoded: UInt64 { encoded.load(ordering: .relaxed) }
     public var captureFailures: UInt64 { failures.load(ordering: .relaxed) }
+    public var cameraReopens: UInt64 { reopens.load(ordering: .relaxed) }
 }
 
 /// A snapshot of the camera for `/status` and `/healthz`.
@@ -20,85 +22,100 @@ public struct CameraStatus: Sendable {
     public var mode: CameraMode
     public var framesCaptured: UInt64
     public var framesEncoded: UInt64
+    public var reopens: UInt64
     /// Nil while frames flow; otherwise why they do not.
     public var failure: String?
 }
 
-/// The one owner of the camera: starts and stops it, runs its capture thread, and
-/// hands out frames. Nothing else touches the `CameraSource`.
+/// The one owner of the camera: runs its capture thread, hands out frames, and runs
+/// camera commands (controls) on that thread. Nothing else touches the `CameraSource`.
+///
+/// The capture thread opens the camera, reads frames, and when the camera fails
+/// (unplugged, stalled, refused) closes it and reopens it every `reopenIntervalMilliseconds`
+/// until it returns, showing a "no signal" frame meanwhile: HTTP keeps being served.
 public actor CaptureService {
-    private let box: SourceBox
-    private let quality: Int
-    private let logger: Logger
-    private let exchange = FrameExchange()
-    private let stopRequested = StopFlag()
+    private let shared: CaptureShared
+    private let context: CaptureLoop
     private var thread: OSThread?
-    /// Counters the capture thread updates.
-    public nonisolated let counters = CaptureCounters()
     /// The camera's name, fixed at creation.
     public nonisolated let cameraName: String
-    // Written before the capture thread starts, read-only after.
-    private nonisolated(unsafe) var negotiatedMode: CameraMode
 
-    public init(source: sending any CameraSource, quality: Int, logger: Logger) {
-        self.box = SourceBox(source)
-        self.quality = quality
-        self.logger = logger
-        self.cameraName = source.name
-        self.negotiatedMode = source.mode
+    public init(
+        source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000, logger: Logger
+    ) throws {
+        cameraName = source.name
+        let shared = CaptureShared(mode: source.mode)
+        self.shared = shared
+        context = CaptureLoop(
+            source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
+            reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000, logger: logger)
     }
 
-    /// Opens the camera and starts the capture thread.
+    /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).
     public func start() throws {
         guard thread == nil else { return }
-        try box.source.start()
-        negotiatedMode = box.source.mode
-        stopRequested.flag.store(false, ordering: .relaxed)
-        let encoder = try JPEGEncoder(quality: quality)
-        let context = CaptureLoop(
-            box: box, encoder: encoder, exchange: exchange, counters: counters, stopRequested: stopRequested,
-            logger: logger)
+        shared.stopRequested.store(false, ordering: .relaxed)
+        let context = self.context
         thread = try OSThread.spawn(name: "shutter-capture") { context.run() }
-        logger.info(
-            "camera started",
-            [
-                "camera": cameraName, "size": "\(negotiatedMode.width)x\(negotiatedMode.height)",
-                "fps": String(negotiatedMode.fps),
-            ])
     }
 
     /// Stops the capture thread and closes the camera; waiters get `CaptureError.stopped`.
     public func stop() {
         guard let thread else { return }
-        stopRequested.flag.store(true, ordering: .relaxed)
+        shared.stopRequested.store(true, ordering: .relaxed)
         thread.join()
         self.thread = nil
-        box.source.stop()
-        exchange.fail(.stopped)
+        shared.exchange.fail(.stopped)
+        shared.failPendingCommands(CaptureError.stopped)
     }
 
     /// The first frame captured at or after `instant` (a snap never returns a frame older than its request).
     public nonisolated func frame(capturedAtOrAfter instant: MonotonicInstant, timeoutMilliseconds: Int)
         async throws -> EncodedFrame
     {
-        try await exchange.frame(capturedAtOrAfter: instant, timeoutMilliseconds: timeoutMilliseconds)
+        try await shared.exchange.frame(capturedAtOrAfter: instant, timeoutMilliseconds: timeoutMilliseconds)
     }
 
-    /// The newest encoded frame if it is at most `maxAgeNanoseconds` old at `now`, else the next one.
+    /// The newest frame at most `maxAgeNanoseconds` old, else the next one; while the camera
+    /// is gone, the "no signal" frame.
     public nonisolated func recentFrame(
         maxAgeNanoseconds: UInt64, now: MonotonicInstant, timeoutMilliseconds: Int
     ) async throws -> EncodedFrame {
-        if let latest = exchange.latest, now.nanoseconds(since: latest.capturedAt) <= maxAgeNanoseconds {
+        if shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame {
+            return noSignal
+        }
+        if let latest = shared.exchange.latest, now.nanoseconds(since: latest.capturedAt) <= maxAgeNanoseconds
+        {
             return latest
         }
-        return try await exchange.frame(capturedAtOrAfter: now, timeoutMilliseconds: timeoutMilliseconds)
+        return try await shared.exchange.frame(
+            capturedAtOrAfter: now, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Runs `body` with the camera on the capture thread, between two frames.
+    ///
+    /// This is how controls are read and set without a second owner of the device.
+    /// Throws `CaptureError.cameraUnavailable` while the camera is not open.
+    public nonisolated func withCamera<T: Sendable>(
+        _ body: @escaping @Sendable (any CameraSource) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            shared.enqueue { source, failure in
+                if let failure {
+                    continuation.resume(throwing: failure)
+                    return
+                }
+                continuation.resume(with: Result { try body(source) })
+            }
+        }
     }
 
     /// The camera's state now.
     public nonisolated var status: CameraStatus {
         CameraStatus(
-            name: cameraName, mode: negotiatedMode, framesCaptured: counters.framesCaptured,
-            framesEncoded: counters.framesEncoded, failure: exchange.failure.map(Self.describe))
+            name: cameraName, mode: shared.mode, framesCaptured: shared.counters.framesCaptured,
+            framesEncoded: shared.counters.framesEncoded, reopens: shared.counters.cameraReopens,
+            failure: shared.exchange.failure.map(Self.describe))
     }
 
     static func describe(_ error: CaptureError) -> String {
@@ -110,80 +127,180 @@ public actor CaptureService {
     }
 }
 
-/// The camera, used only by the capture thread once started.
-private final class SourceBox: @unchecked Sendable {
-    // @unchecked Sendable: the actor hands the source to the capture thread in
-    // `start` and touches it again only after joining that thread in `stop`.
-    let source: any CameraSource
-    init(_ source: any CameraSource) { self.source = source }
+/// What the actor and the capture thread share; every field is locked or atomic.
+private final class CaptureShared: Sendable {
+    typealias Command = @Sendable (any CameraSource, (any Error)?) -> Void
+
+    let exchange = FrameExchange()
+    let counters = CaptureCounters()
+    let stopRequested = Atomic<Bool>(false)
+    // Guards the negotiated mode (written by the capture thread after each open) and the
+    // command queue (filled by request tasks, drained by the capture thread between frames).
+    private let state: Mutex<(mode: CameraMode, commands: [Command])>
+
+    init(mode: CameraMode) {
+        state = Mutex((mode, []))
+    }
+
+    var mode: CameraMode {
+        get { state.withLock { $0.mode } }
+        set { state.withLock { $0.mode = newValue } }
+    }
+
+    var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    func enqueue(_ command: @escaping Command) {
+        state.withLock { $0.commands.append(command) }
+    }
+
+    func takeCommands() -> [Command] {
+        state.withLock { state in
+            let commands = state.commands
+            state.commands.removeAll()
+            return commands
+        }
+    }
+
+    /// Answers every queued command with `error` (used when the camera is gone or stopping).
+    func failPendingCommands(_ error: any Error) {
+        for command in takeCommands() { command(UnavailableCamera.shared, error) }
+    }
 }
 
-/// Set by the actor to ask the capture thread to finish after its current frame.
-private final class StopFlag: Sendable {
-    let flag = Atomic<Bool>(false)
-    var isSet: Bool { flag.load(ordering: .relaxed) }
+/// Stands in for the camera when a command is failed without running.
+private final class UnavailableCamera: CameraSource, @unchecked Sendable {
+    // @unchecked Sendable: stateless.
+    static let shared = UnavailableCamera()
+    let name = "unavailable"
+    let mode = CameraMode(width: 0, height: 0, fps: 1)
+    func start() throws { throw CameraError.notStarted }
+    func stop() {}
+    func nextFrame() throws -> RawFrame { throw CameraError.notStarted }
 }
 
-/// The capture thread's loop: read a frame, encode it if anyone waits, publish it.
+/// The capture thread's loop: open, read frames, encode those someone waits for, publish;
+/// on failure, close and reopen until the camera returns.
 private final class CaptureLoop: @unchecked Sendable {
     // @unchecked Sendable: created by the actor, then used only by the capture thread.
-    let box: SourceBox
+    let source: any CameraSource
     let encoder: JPEGEncoder
-    let exchange: FrameExchange
-    let counters: CaptureCounters
-    let stopRequested: StopFlag
+    let shared: CaptureShared
+    let reopenIntervalNanoseconds: UInt64
     let logger: Logger
     let clock = SystemClock()
+    private var lastFailure: String?
 
     init(
-        box: SourceBox, encoder: JPEGEncoder, exchange: FrameExchange, counters: CaptureCounters,
-        stopRequested: StopFlag, logger: Logger
+        source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
+        reopenIntervalNanoseconds: UInt64,
+        logger: Logger
     ) {
-        self.box = box
+        self.source = source
         self.encoder = encoder
-        self.exchange = exchange
-        self.counters = counters
-        self.stopRequested = stopRequested
+        self.shared = shared
+        self.reopenIntervalNanoseconds = reopenIntervalNanoseconds
         self.logger = logger
     }
 
     func run() {
-        var lastFailure: String?
-        while !stopRequested.isSet {
+        while !shared.isStopping {
+            if open() {
+                capture()
+                source.stop()
+                if shared.isStopping { break }
+            }
+            waitBeforeReopening()
+        }
+        shared.failPendingCommands(CaptureError.stopped)
+    }
+
+    /// Opens the camera; on failure records why (logged once until it changes).
+    private func open() -> Bool {
+        do {
+            try source.start()
+            shared.mode = source.mode
+            let mode = source.mode
+            if lastFailure != nil {
+                shared.counters.reopens.add(1, ordering: .relaxed)
+                logger.notice("camera recovered", ["camera": source.name])
+                lastFailure = nil
+            }
+            logger.info(
+                "camera started",
+                ["camera": source.name, "size": "\(mode.width)x\(mode.height)", "fps": String(mode.fps)])
+            return true
+        } catch {
+            failed(error)
+            return false
+        }
+    }
+
+    /// Reads frames until the camera fails or capture stops.
+    private func capture() {
+        while !shared.isStopping {
+            runCommands()
             do {
-                let frame = try box.source.nextFrame()
-                counters.captured.add(1, ordering: .relaxed)
-                if lastFailure != nil {
-                    logger.notice("camera recovered", ["camera": box.source.name])
-                    lastFailure = nil
-                    exchange.clearFailure()
-                }
-                guard exchange.wantsFrame() else { continue }
+                let frame = try source.nextFrame()
+                shared.counters.captured.add(1, ordering: .relaxed)
+                if shared.exchange.failure != nil { shared.exchange.clearFailure() }
+                guard shared.exchange.wantsFrame() else { continue }
+                let start = clock.monotonicNow()
                 let jpeg: [UInt8]
-                let encodeStart = clock.monotonicNow()
                 switch frame.image {
                 case .jpeg(let bytes): jpeg = bytes
                 case .yuv(let image): jpeg = try encoder.encode(image)
                 }
-                let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: encodeStart)
-                counters.encoded.add(1, ordering: .relaxed)
-                exchange.publish(
+                shared.counters.encoded.add(1, ordering: .relaxed)
+                shared.exchange.publish(
                     EncodedFrame(
                         sequence: frame.sequence, capturedAt: frame.capturedAt,
                         wallMilliseconds: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                        jpeg: jpeg, encodeNanoseconds: encodeNanoseconds))
+                        jpeg: jpeg, encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
             } catch {
-                counters.failures.add(1, ordering: .relaxed)
-                let reason = "camera \(box.source.name) failed: \(error)"
-                // A repeating failure is logged once until it changes (the ustreamer habit).
-                if reason != lastFailure {
-                    logger.error(
-                        "capture failed", ["camera": box.source.name, "error": String(describing: error)])
-                    lastFailure = reason
-                }
-                exchange.fail(.cameraUnavailable(reason))
-                SystemClock.sleep(until: SystemClock().monotonicNow().advanced(by: 1_000_000_000))
+                failed(error)
+                return
             }
         }
+    }
+
+    /// Runs queued camera commands, between frames, on this thread.
+    private func runCommands() {
+        for command in shared.takeCommands() { command(source, nil) }
+    }
+
+    private func failed(_ error: any Error) {
+        shared.counters.failures.add(1, ordering: .relaxed)
+        let reason = "camera \(source.name): \(error)"
+        // A repeating failure is logged once until it changes (the ustreamer habit).
+        if reason != lastFailure {
+            logger.error("camera failed", ["camera": source.name, "error": String(describing: error)])
+            lastFailure = reason
+        }
+        shared.exchange.fail(.cameraUnavailable(reason))
+        shared.failPendingCommands(CaptureError.cameraUnavailable(reason))
+        publishNoSignal(reason)
+    }
+
+    /// Sleeps until the next reopen attempt, refreshing the "no signal" frame once a second
+    /// and staying responsive to stop and to commands.
+    private func waitBeforeReopening() {
+        let deadline = clock.monotonicNow().advanced(by: reopenIntervalNanoseconds)
+        while !shared.isStopping && clock.monotonicNow() < deadline {
+            shared.failPendingCommands(CaptureError.cameraUnavailable(lastFailure ?? "camera unavailable"))
+            SystemClock.sleep(until: min(deadline, clock.monotonicNow().advanced(by: 100_000_000)))
+        }
+        if let lastFailure { publishNoSignal(lastFailure) }
+    }
+
+    private func publishNoSignal(_ reason: String) {
+        let mode = shared.mode
+        let now = clock.wallMillisecondsNow()
+        let image = NoSignalPattern.render(
+            width: max(64, mode.width), height: max(48, mode.height), wallMilliseconds: now, reason: reason)
+        guard let jpeg = try? encoder.encode(image) else { return }
+        shared.exchange.publishNoSignal(
+            EncodedFrame(
+                sequence: 0, capturedAt: clock.monotonicNow(), wallMilliseconds: now, width: image.width,
+                height: image.height, jpeg: jpeg))
     }
 }

@@ -23,6 +23,7 @@ final class FrameExchange: Sendable {
 
     private struct State {
         var latest: EncodedFrame?
+        var noSignal: EncodedFrame?
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiterID: UInt64 = 1
         var failure: CaptureError?
@@ -51,6 +52,14 @@ final class FrameExchange: Sendable {
         }
         for waiter in ready { waiter.continuation.resume(returning: frame) }
     }
+
+    /// Keeps the frame shown instead of the camera while it is gone.
+    func publishNoSignal(_ frame: EncodedFrame) {
+        state.withLock { $0.noSignal = frame }
+    }
+
+    /// The newest "no signal" frame, if the camera has failed since start.
+    var noSignalFrame: EncodedFrame? { state.withLock { $0.noSignal } }
 
     /// Fails every current waiter, and later ones until the next `publish`.
     func fail(_ error: CaptureError) {

@@ -27,6 +27,7 @@ extension ShutterAPI {
         cameraObject.field("fps", camera.mode.fps)
         cameraObject.field("frames_captured", camera.framesCaptured)
         cameraObject.field("frames_encoded", camera.framesEncoded)
+        cameraObject.field("reopens", camera.reopens)
         cameraObject.field("state", camera.failure == nil ? "streaming" : "failed")
         cameraObject.field("failure", camera.failure)
         var libraryObject = JSONObjectWriter()

@@ -32,7 +32,7 @@ public final class ShutterDaemon {
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"))
         let source = makeCameraSource()
-        let capture = CaptureService(
+        let capture = try CaptureService(
             source: source, quality: configuration.quality, logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }
 

@@ -39,6 +39,13 @@ public final class OSThread: @unchecked Sendable {
         return thread
     }
 
+    /// The calling thread's name, as `spawn` set it.
+    public static var currentName: String {
+        var buffer = [CChar](repeating: 0, count: 32)
+        cshutter_thread_get_name(&buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Waits for the thread to finish.
     public func join() {
         _ = cshutter_thread_join(handle)

@@ -23,12 +23,18 @@ public final class FakeCameraSource: CameraSource, Sendable {
         /// Make frames with `FakeCameraSource.frame(sequence:width:height:)` in `mode`'s size,
         /// numbered on from the last frame returned.
         case generate
+        /// Like `generate`, but one frame per `mode.fps` on the real clock, stamped with the
+        /// time it was made: for tests of the capture service, whose snaps want fresh frames.
+        case generateLive
     }
 
     /// The name given at init, `"fake"` by default.
     public let name: String
     /// The mode given at init.
     public let mode: CameraMode
+
+    /// What `nextFrame` does once the script is used up (fixed at init).
+    private let whenExhausted: WhenExhausted
 
     private struct State {
         var script: [Step]
@@ -54,6 +60,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
     ) {
         self.name = name
         self.mode = mode
+        self.whenExhausted = whenExhausted
         self.state = Mutex(State(script: script, startFailures: startFailures, whenExhausted: whenExhausted))
     }
 
@@ -95,6 +102,12 @@ public final class FakeCameraSource: CameraSource, Sendable {
     /// Plays the next step, with the same `notStarted`/`stopped` errors as a real source.
     public func nextFrame() throws -> RawFrame {
         let size = (mode.width, mode.height)
+        if state.withLock({ $0.script.isEmpty && $0.isRunning }), case .generateLive = whenExhausted {
+            // Sleep outside the lock, so counters stay readable meanwhile.
+            let clock = SystemClock()
+            SystemClock.sleep(
+                until: clock.monotonicNow().advanced(by: 1_000_000_000 / UInt64(max(1, mode.fps))))
+        }
         return try state.withLock { state in
             state.nextFrameCount += 1
             guard state.isRunning else {
@@ -115,6 +128,11 @@ public final class FakeCameraSource: CameraSource, Sendable {
             case .generate:
                 state.lastSequence += 1
                 return Self.frame(sequence: state.lastSequence, width: size.0, height: size.1)
+            case .generateLive:
+                state.lastSequence += 1
+                var frame = Self.frame(sequence: state.lastSequence, width: size.0, height: size.1)
+                frame.capturedAt = SystemClock().monotonicNow()
+                return frame
             }
         }
     }

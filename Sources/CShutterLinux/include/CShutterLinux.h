@@ -31,6 +31,9 @@ int cshutter_thread_start(void *(*body)(void *), void *context, uint64_t *thread
 /// Joins a thread started by cshutter_thread_start.
 int cshutter_thread_join(uint64_t thread);
 
+/// Copies the calling thread's name into `buffer` (at least 16 bytes).
+void cshutter_thread_get_name(char *buffer, size_t size);
+
 /// Sets the calling thread's name as shown by top and /proc (at most 15 bytes).
 void cshutter_thread_set_name(const char *name);
 
