@@ -151,6 +151,9 @@ private final class CaptureShared: Sendable {
 
     func enqueue(_ command: @escaping Command) {
         state.withLock { $0.commands.append(command) }
+        // Once stopping, the capture thread may already have drained its queue for the
+        // last time: answer here rather than leave the command waiting forever.
+        if isStopping { failPendingCommands(CaptureError.stopped) }
     }
 
     func takeCommands() -> [Command] {

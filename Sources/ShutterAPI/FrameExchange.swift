@@ -91,11 +91,10 @@ final class FrameExchange: Sendable {
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
-        let expiry = Task { [weak self] in
-            try await Task.sleep(for: .milliseconds(timeoutMilliseconds))
-            self?.expire(id, .timedOut(milliseconds: timeoutMilliseconds))
-        }
-        defer { expiry.cancel() }
+        // The timer starts only once the waiter is registered; `expire` of an id that is not
+        // registered yet would be lost and leave the waiter hanging on a stalled camera.
+        let registered = Mutex<Task<Void, Never>?>(nil)
+        defer { registered.withLock { $0?.cancel() } }
         return try await withCheckedThrowingContinuation { continuation in
             let immediate: Result<EncodedFrame, any Error>? = state.withLock { state in
                 if let failure = state.failure { return .failure(failure) }
@@ -103,7 +102,16 @@ final class FrameExchange: Sendable {
                 state.waiters[id] = Waiter(notBefore: notBefore, continuation: continuation)
                 return nil
             }
-            if let immediate { continuation.resume(with: immediate) }
+            if let immediate {
+                continuation.resume(with: immediate)
+                return
+            }
+            let expiry = Task { [weak self] in
+                try? await Task.sleep(for: .milliseconds(timeoutMilliseconds))
+                if Task.isCancelled { return }
+                self?.expire(id, .timedOut(milliseconds: timeoutMilliseconds))
+            }
+            registered.withLock { $0 = expiry }
         }
     }
 

@@ -18,7 +18,7 @@ extension ShutterAPI {
                 "Location": "/library/\(record.id)",
                 // Where the time went, for clients and the snap benchmark (W3C Server Timing).
                 "Server-Timing":
-                    "wait;dur=\(milliseconds(framed.nanoseconds(since: arrived) - frame.encodeNanoseconds)), encode;dur=\(milliseconds(frame.encodeNanoseconds)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
+                    "wait;dur=\(milliseconds(framed.nanoseconds(since: arrived).subtractingReportingOverflow(frame.encodeNanoseconds).partialValue)), encode;dur=\(milliseconds(frame.encodeNanoseconds)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
             ])
     }
 

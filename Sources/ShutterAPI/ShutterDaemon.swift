@@ -5,6 +5,10 @@ import ShutterCatalog
 import ShutterHTTP
 import ShutterSystem
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Assembles the daemon from its configuration and runs it until SIGTERM or SIGINT.
 public final class ShutterDaemon {
     private let configuration: ShutterConfiguration
@@ -29,6 +33,7 @@ public final class ShutterDaemon {
     }
 
     private func runThrowing() throws -> Int32 {
+        raiseDescriptorLimit()
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"))
         let source = makeCameraSource()
@@ -63,6 +68,27 @@ public final class ShutterDaemon {
         blockingAwait { await capture.stop() }
         logger.notice("stopped")
         return 0
+    }
+
+    /// Raises the soft descriptor limit to the hard one: each connection needs a socket and,
+    /// while a picture is sent, its file; the common soft limit of 1024 is below what
+    /// `max_connections` allows.
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let needed = UInt64(configuration.http.maxConnections) * 2 + 64
+        if UInt64(limit.rlim_cur) < needed {
+            logger.warning(
+                "descriptor limit is low for max_connections",
+                [
+                    "limit": String(limit.rlim_cur),
+                    "max_connections": String(configuration.http.maxConnections),
+                ])
+        }
     }
 
     /// The camera `camera` names; `auto` falls back to the test pattern and says why.

@@ -79,7 +79,8 @@ public struct RepresentationValidators: Sendable {
         if start >= length { return .rangeNotSatisfiable }
         if last.isEmpty { return .partial(start..<length) }
         guard let end = Int(last), last.allSatisfy(\.isASCIIDigit), end >= start else { return .whole }
-        return .partial(start..<min(end + 1, length))
+        // `end` may be as large as the client likes (even Int.max): compare before adding.
+        return .partial(start..<(end >= length - 1 ? length : end + 1))
     }
 
     /// Whether a comma-separated entity-tag list contains `etag` (or is `*`).

@@ -7,6 +7,12 @@ import ShutterSystem
 
 /// One client connection: parses requests, runs handlers, and writes responses in
 /// request order (pipelining, RFC 9112 §9.3.2), as the socket drains.
+///
+/// All work happens in `pump()`, which parses as far as there is room, queues the
+/// responses that are next in order, and writes what the socket takes, until none of
+/// the three makes progress. Every event (readable, writable, a handler finishing)
+/// just calls `pump()`; a re-entrancy guard turns nested calls into another round of
+/// the outer loop, so the stack never grows with the number of pipelined requests.
 final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     // @unchecked Sendable: all state is owned by the server's loop thread. A handler
     // task carries the connection only to hand its response back via `loop.execute`.
@@ -22,27 +28,36 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         let version: HTTPVersion
         let keepAlive: Bool
         let startedAt: MonotonicInstant
-        /// `100 Continue` and other interim responses are not logged and never close.
+        /// `100 Continue` is not logged and never closes.
         let interim: Bool
         var response: HTTPResponse?
     }
 
-    /// Bytes queued for the socket: memory goes out with `writev`, files with `sendfile`.
+    /// Bytes queued for the socket: memory goes out with `sendmsg`, files with `sendfile`.
     private enum Outgoing {
         case bytes([UInt8], offset: Int)
         case file(FileRegion, sent: Int)
+        /// Marks where a response ends, so responses still unwritten can be counted.
+        case endOfResponse
     }
 
     private var slots: [Slot] = []
     private var outgoing: [Outgoing] = []
     private var outgoingIndex = 0
-    private var readingPaused = false
-    private var watchingWritable = false
+    /// Responses queued in `outgoing` and not completely written: they count against the
+    /// pipelining limit, so a client that sends and never reads cannot make us queue
+    /// responses (and their open files) without bound.
+    private var unsentResponses = 0
+
+    /// No more requests are parsed: a parse error, `Connection: close`, or shutdown.
+    private var stopParsing = false
     private var peerClosed = false
-    /// No more requests are parsed; close once queued responses are written.
-    private var closeAfterResponses = false
     private var lingerDeadline: MonotonicInstant?
     private var closed = false
+    private var pumping = false
+    private var pumpAgain = false
+    private var watchingReadable = true
+    private var watchingWritable = false
 
     private var requestStartedAt: MonotonicInstant?
     private var lastActivity: MonotonicInstant
@@ -58,13 +73,34 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     func handleEvents(_ events: UInt32) {
-        if events & cshutter_epollout() != 0 { writeOutgoing() }
-        if closed { return }
-        if events & (cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr())
-            != 0
-        {
+        let readable = cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr()
+        if events & readable != 0 {
             readAvailable()
+            if closed { return }
         }
+        pump()
+    }
+
+    // MARK: The pump
+
+    private var capacity: Int {
+        server.configuration.maxPipelinedRequests - slots.count - unsentResponses
+    }
+
+    private func pump() {
+        if pumping {
+            pumpAgain = true
+            return
+        }
+        pumping = true
+        repeat {
+            pumpAgain = false
+            parseRequests()
+            queueReadyResponses()
+            writeOutgoing()
+        } while pumpAgain && !closed
+        pumping = false
+        if !closed && !finishIfDone() { updateInterest() }
     }
 
     // MARK: Reading
@@ -92,21 +128,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             if count < buffer.count { break }
         }
-        if lingerDeadline != nil {
-            if peerClosed { close() }
-            return
-        }
-        processRequests()
-        if peerClosed && !closed {
-            // The client sent its last request; answer what is queued, then close.
-            closeAfterResponses = true
-            updateInterest()
-            closeIfFinished()
-        }
+        if lingerDeadline != nil && peerClosed { close() }
     }
 
-    private func processRequests() {
-        while !closed && !closeAfterResponses && slots.count < server.configuration.maxPipelinedRequests {
+    /// Turns buffered bytes into dispatched requests while there is room for their responses.
+    private func parseRequests() {
+        while !closed && !stopParsing && lingerDeadline == nil && capacity > 0 {
             switch parser.next() {
             case .needMoreData:
                 if parser.bufferedByteCount > 0 {
@@ -114,31 +141,32 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 } else {
                     requestStartedAt = nil
                 }
-                updateInterest()
                 return
             case .sendContinue:
-                let now = server.clock.monotonicNow()
                 slots.append(
                     Slot(
-                        id: 0, method: .get, target: "", version: .http11, keepAlive: true, startedAt: now,
-                        interim: true, response: HTTPResponse(status: .continue)))
-                flushResponses()
+                        id: 0, method: .get, target: "", version: .http11, keepAlive: true,
+                        startedAt: server.clock.monotonicNow(), interim: true,
+                        response: HTTPResponse(status: .continue)))
             case .request(let request):
                 let startedAt = requestStartedAt ?? server.clock.monotonicNow()
                 requestStartedAt = nil
                 dispatch(request, startedAt: startedAt)
             case .error(let error):
-                let id = server.makeRequestID()
-                slots.append(
-                    Slot(
-                        id: id, method: .get, target: "-", version: .http11, keepAlive: false,
-                        startedAt: requestStartedAt ?? server.clock.monotonicNow(), interim: false,
-                        response: HTTPError(error.status, detail: error.detail).response()))
-                closeAfterResponses = true
-                flushResponses()
+                queueError(HTTPError(error.status, detail: error.detail), startedAt: requestStartedAt)
             }
         }
-        updateInterest()
+    }
+
+    /// Answers with `error` and closes after it (the request stream can no longer be trusted).
+    private func queueError(_ error: HTTPError, startedAt: MonotonicInstant?) {
+        stopParsing = true
+        requestStartedAt = nil
+        slots.append(
+            Slot(
+                id: server.makeRequestID(), method: .get, target: "-", version: .http11, keepAlive: false,
+                startedAt: startedAt ?? server.clock.monotonicNow(), interim: false,
+                response: error.response()))
     }
 
     private func dispatch(_ request: HTTPRequest, startedAt: MonotonicInstant) {
@@ -148,7 +176,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             Slot(
                 id: id, method: request.method, target: request.target, version: request.version,
                 keepAlive: keepAlive, startedAt: startedAt, interim: false, response: nil))
-        if !keepAlive { closeAfterResponses = true }
+        if !keepAlive { stopParsing = true }
 
         guard let path = request.path else {
             complete(
@@ -203,49 +231,50 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private func complete(_ id: UInt64, _ response: HTTPResponse) {
         guard !closed, let index = slots.firstIndex(where: { $0.id == id && !$0.interim }) else { return }
         slots[index].response = response
-        flushResponses()
+        pump()
     }
 
     // MARK: Writing
 
     /// Serializes every response that is next in order and ready.
-    private func flushResponses() {
+    private func queueReadyResponses() {
         while let first = slots.first, let response = first.response {
             slots.removeFirst()
             if first.interim {
                 outgoing.append(.bytes(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), offset: 0))
                 continue
             }
-            let keepAlive =
-                first.keepAlive && !(closeAfterResponses && slots.isEmpty) && !server.isShuttingDown
+            // The last response before a close says so; earlier ones, already promised, keep the connection.
+            let isLast = slots.isEmpty && (stopParsing || server.isShuttingDown)
+            let keepAlive = first.keepAlive && !isLast
             let head = HTTPResponseHead.serialize(
                 response, version: first.version, keepAlive: keepAlive, date: server.dateCache.current(),
                 server: server.configuration.serverName, requestID: first.id)
             outgoing.append(.bytes(head, offset: 0))
-            if first.method != .head && response.status.code >= 200 && response.status.code != 204
-                && response.status.code != 304
-            {
+            let code = response.status.code
+            if first.method != .head && code >= 200 && code != 204 && code != 304 {
                 switch response.body {
                 case .empty: break
                 case .bytes(let bytes): if !bytes.isEmpty { outgoing.append(.bytes(bytes, offset: 0)) }
                 case .file(let region): if region.length > 0 { outgoing.append(.file(region, sent: 0)) }
                 }
             }
+            outgoing.append(.endOfResponse)
+            unsentResponses += 1
             logAccess(first, response)
-            if !keepAlive {
-                closeAfterResponses = true
-                slots.removeAll()
-                break
-            }
+            if !keepAlive { stopParsing = true }
         }
-        writeOutgoing()
     }
 
+    /// Writes what the socket takes; a completed response frees room, so parsing goes on.
     private func writeOutgoing() {
         while outgoingIndex < outgoing.count {
             let progressed: Bool
             do {
                 switch outgoing[outgoingIndex] {
+                case .endOfResponse:
+                    consumeEndOfResponse()
+                    continue
                 case .bytes:
                     progressed = try writeBytes()
                 case .file(let region, let sent):
@@ -257,26 +286,42 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 return
             }
             if !progressed { break }
-            lastWriteProgress = server.clock.monotonicNow()
+            let now = server.clock.monotonicNow()
+            lastWriteProgress = now
+            lastActivity = now
         }
         if outgoingIndex == outgoing.count {
             outgoing.removeAll(keepingCapacity: true)
             outgoingIndex = 0
-            if closeIfFinished() { return }
-            if readingPaused || !slots.isEmpty { processRequests() }
         } else if outgoingIndex > 32 {
             outgoing.removeFirst(outgoingIndex)
             outgoingIndex = 0
         }
-        updateInterest()
     }
 
-    /// Writes consecutive in-memory chunks with one `writev`; returns whether anything was written.
+    private func consumeEndOfResponse() {
+        outgoing[outgoingIndex] = .bytes([], offset: 0)
+        outgoingIndex += 1
+        unsentResponses -= 1
+        // Room for another request: parse again if bytes are waiting.
+        if parser.bufferedByteCount > 0 && !stopParsing { pumpAgain = true }
+    }
+
+    /// Writes consecutive in-memory chunks with one `sendmsg`; returns whether anything was written.
     private func writeBytes() throws -> Bool {
         var chunks: [[UInt8]] = []
+        var offsets: [Int] = []
         var index = outgoingIndex
-        while index < outgoing.count, chunks.count < 64, case .bytes(let bytes, _) = outgoing[index] {
-            chunks.append(bytes)
+        scan: while index < outgoing.count, chunks.count < 64 {
+            switch outgoing[index] {
+            case .bytes(let bytes, let offset):
+                if offset < bytes.count {
+                    chunks.append(bytes)
+                    offsets.append(offset)
+                }
+            case .endOfResponse: break
+            case .file: break scan
+            }
             index += 1
         }
         // When a file follows, MSG_MORE holds the head back so it leaves in the same
@@ -284,39 +329,51 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         var fileFollows = false
         if index < outgoing.count, case .file = outgoing[index] { fileFollows = true }
         let flags = Int32(MSG_NOSIGNAL) | (fileFollows ? Int32(MSG_MORE) : 0)
-        let written: IOResult<Int> = try withIOVectors(chunks, from: outgoingIndex) { vectors in
+        let written: IOResult<Int> = try withIOVectors(chunks, offsets) { vectors in
             var message = msghdr()
             message.msg_iov = vectors.baseAddress
             message.msg_iovlen = vectors.count
             return try nonBlockingSyscall("sendmsg") { Glibc.sendmsg(descriptor, &message, flags) }
         }
         guard case .processed(var count) = written else { return false }
-        while count > 0, case .bytes(let bytes, let offset) = outgoing[outgoingIndex] {
-            let remaining = bytes.count - offset
-            if count >= remaining {
-                count -= remaining
-                outgoing[outgoingIndex] = .bytes([], offset: 0)
-                outgoingIndex += 1
-            } else {
-                outgoing[outgoingIndex] = .bytes(bytes, offset: offset + count)
-                count = 0
+        // Advance over what was written, consuming response ends between complete chunks.
+        while outgoingIndex < outgoing.count {
+            switch outgoing[outgoingIndex] {
+            case .endOfResponse:
+                consumeEndOfResponse()
+            case .bytes(let bytes, let offset):
+                let remaining = bytes.count - offset
+                if count >= remaining {
+                    count -= remaining
+                    outgoing[outgoingIndex] = .bytes([], offset: 0)
+                    outgoingIndex += 1
+                } else {
+                    outgoing[outgoingIndex] = .bytes(bytes, offset: offset + count)
+                    return true
+                }
+            case .file:
+                return true
+            }
+            if count == 0, outgoingIndex < outgoing.count, case .bytes = outgoing[outgoingIndex] {
+                return true
             }
         }
         return true
     }
 
     private func withIOVectors<T>(
-        _ chunks: [[UInt8]], from start: Int, _ body: (UnsafeMutableBufferPointer<iovec>) throws -> T
+        _ chunks: [[UInt8]], _ offsets: [Int], _ body: (UnsafeMutableBufferPointer<iovec>) throws -> T
     ) throws -> T {
-        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: chunks.count)
+        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, chunks.count))
         defer { vectors.deallocate() }
         func fill(_ index: Int) throws -> T {
-            if index == chunks.count { return try body(vectors) }
-            guard case .bytes(_, let offset) = outgoing[start + index] else { fatalError("not a byte chunk") }
+            if index == chunks.count {
+                return try body(UnsafeMutableBufferPointer(rebasing: vectors[0..<index]))
+            }
             return try chunks[index].withUnsafeBytes { raw in
                 vectors[index] = iovec(
-                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset),
-                    iov_len: raw.count - offset)
+                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offsets[index]),
+                    iov_len: raw.count - offsets[index])
                 return try fill(index + 1)
             }
         }
@@ -345,16 +402,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    /// Watches for reading unless paused, and for writing while output is queued.
+    /// Watches for reading while there is room for requests, and for writing while output is queued.
     private func updateInterest() {
         guard !closed else { return }
-        let wantRead =
-            lingerDeadline != nil
-            || (!closeAfterResponses && !peerClosed
-                && slots.count < server.configuration.maxPipelinedRequests)
+        let wantRead = lingerDeadline != nil || (!stopParsing && !peerClosed && capacity > 0)
         let wantWrite = outgoingIndex < outgoing.count
-        guard wantRead == readingPaused || wantWrite != watchingWritable else { return }
-        readingPaused = !wantRead
+        guard wantRead != watchingReadable || wantWrite != watchingWritable else { return }
+        watchingReadable = wantRead
         watchingWritable = wantWrite
         var events: UInt32 = 0
         if wantRead { events |= cshutter_epollin() | cshutter_epollrdhup() }
@@ -362,33 +416,32 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         try? server.loop.modify(descriptor, events: events)
     }
 
-    /// Closes (or starts a lingering close) once nothing is left to write; returns whether it did.
+    /// Closes (or starts a lingering close) once everything owed is written; returns whether it did.
     @discardableResult
-    private func closeIfFinished() -> Bool {
-        guard closeAfterResponses, slots.isEmpty, outgoingIndex == outgoing.count, lingerDeadline == nil
-        else {
-            return false
-        }
+    private func finishIfDone() -> Bool {
+        guard slots.isEmpty, outgoingIndex == outgoing.count, lingerDeadline == nil else { return false }
+        // After the client's half-close, every complete request it sent has been parsed
+        // and answered by now (parseRequests runs until it needs more data).
+        guard stopParsing || peerClosed else { return false }
         if peerClosed {
             close()
             return true
         }
         // Half-close and drain what the client still sends for a moment, so the kernel
         // does not answer unread input with a reset that destroys our response in flight.
-        shutdown(descriptor, Int32(SHUT_WR))
+        Glibc.shutdown(descriptor, Int32(SHUT_WR))
         lingerDeadline = server.clock.monotonicNow().advanced(by: 2_000_000_000)
         updateInterest()
         return true
     }
 
-    /// Stops taking requests; closes now if idle, else after the queued responses.
+    /// Stops taking requests; closes now if idle, else after answering every request already started.
     func beginShutdown() {
-        closeAfterResponses = true
+        stopParsing = true
         if slots.isEmpty && outgoingIndex == outgoing.count && parser.bufferedByteCount == 0 {
             close()
         } else {
-            closeIfFinished()
-            updateInterest()
+            pump()
         }
     }
 
@@ -407,22 +460,15 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             }
             return
         }
-        if let started = requestStartedAt, slots.isEmpty,
+        if let started = requestStartedAt, slots.isEmpty, !stopParsing,
             now.nanoseconds(since: started) > UInt64(config.requestTimeoutMilliseconds) * 1_000_000
         {
-            requestStartedAt = nil
-            let id = server.makeRequestID()
-            slots.append(
-                Slot(
-                    id: id, method: .get, target: "-", version: .http11, keepAlive: false,
-                    startedAt: started,
-                    interim: false,
-                    response: HTTPError(
-                        .requestTimeout,
-                        detail: "the request was not complete within \(config.requestTimeoutMilliseconds) ms"
-                    ).response()))
-            closeAfterResponses = true
-            flushResponses()
+            queueError(
+                HTTPError(
+                    .requestTimeout,
+                    detail: "the request was not complete within \(config.requestTimeoutMilliseconds) ms"),
+                startedAt: started)
+            pump()
             return
         }
         if slots.isEmpty && parser.bufferedByteCount == 0

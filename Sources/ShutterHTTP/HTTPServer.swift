@@ -25,6 +25,11 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     private var shutdownDeadline: MonotonicInstant?
     /// Scratch buffer for reads, shared by all connections (only one runs at a time on the loop).
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// Set while accepting is paused for lack of descriptors.
+    private var acceptPausedBy: SystemError?
+    /// The accept failure already logged; cleared by the next successful accept, so an
+    /// episode of retries on every tick is logged once.
+    private var loggedAcceptFailure: SystemError?
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort: Int = 0
 
@@ -94,13 +99,19 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                         listenDescriptor, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
                 }
             } catch let error as SystemError {
-                // EMFILE/ENFILE/ENOBUFS: out of resources for now; the next readiness retries.
-                logger.warning("accept failed", ["error": error.description])
+                // EMFILE/ENFILE/ENOBUFS/ENOMEM: out of resources for now. The listening socket
+                // is level-triggered and would report the same pending connection again at
+                // once, so stop watching it until a connection closes or the next tick.
+                pauseAccepting(error)
                 return
             } catch {
                 return
             }
             guard case .processed(let descriptor) = accepted else { return }
+            if loggedAcceptFailure != nil {
+                loggedAcceptFailure = nil
+                logger.notice("accepting connections again")
+            }
             if connections.count >= configuration.maxConnections {
                 rejectOverLimit(descriptor)
                 continue
@@ -127,7 +138,25 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Called by a connection once it has closed its descriptor.
     func connectionClosed(_ connection: HTTPConnection) {
         connections.removeValue(forKey: connection.descriptor)
+        resumeAccepting()
         finishShutdownIfDone()
+    }
+
+    private func pauseAccepting(_ error: SystemError) {
+        if loggedAcceptFailure != error {
+            loggedAcceptFailure = error
+            logger.error(
+                "accept failed; pausing new connections until descriptors free up",
+                ["error": error.description])
+        }
+        acceptPausedBy = error
+        try? loop.modify(listenDescriptor, events: 0)
+    }
+
+    private func resumeAccepting() {
+        guard acceptPausedBy != nil, listenDescriptor >= 0 else { return }
+        acceptPausedBy = nil
+        try? loop.modify(listenDescriptor, events: cshutter_epollin())
     }
 
     /// Whether the server is draining for shutdown.
@@ -135,6 +164,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
 
     private func tick() {
         let now = clock.monotonicNow()
+        resumeAccepting()
         for connection in Array(connections.values) { connection.checkDeadlines(now: now) }
         for rejection in Array(rejected.values) where now >= rejection.deadline {
             closeRejected(rejection.descriptor)

@@ -25,20 +25,33 @@ public enum Timestamp {
     }
 
     /// Parses an IMF-fixdate back to seconds since 1970, or nil if it is not one.
+    ///
+    /// Every field is bounded by its width in RFC 9110 §5.6.7 before any arithmetic,
+    /// because the text comes from clients and must not overflow.
     public static func parseHTTPDate(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT",
-            let day = Int64(parts[1]),
-            let year = Int64(parts[3])
+            let day = number(parts[1], digits: 2), (1...31).contains(day),
+            let year = number(parts[3], digits: 4)
         else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
-        let time = parts[4].split(separator: ":")
-        guard time.count == 3, let h = Int64(time[0]), let m = Int64(time[1]), let s = Int64(time[2]) else {
+        let time = parts[4].split(separator: ":", omittingEmptySubsequences: false)
+        guard time.count == 3, let h = number(time[0], digits: 2), let m = number(time[1], digits: 2),
+            let s = number(time[2], digits: 2), h < 24, m < 60, s < 61
+        else {
             return nil
         }
         let days = daysSince1970(year: year, month: Int64(monthIndex + 1), day: day)
         return days * 86400 + h * 3600 + m * 60 + s
+    }
+
+    /// A decimal field of exactly `digits` ASCII digits.
+    private static func number(_ text: Substring, digits: Int) -> Int64? {
+        guard text.utf8.count == digits, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return nil
+        }
+        return Int64(text)
     }
 
     /// Days from 1970-01-01 to the given proleptic Gregorian date (Howard Hinnant's algorithm).

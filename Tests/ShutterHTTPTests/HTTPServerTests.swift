@@ -26,6 +26,15 @@ import Testing
                 return HTTPResponse(body: .bytes(Array("slow".utf8)))
             })
         router.add(
+            .get, "/file",
+            .immediate { _, _ in
+                let descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
+                return HTTPResponse(
+                    body: .file(
+                        FileRegion(handle: FileRegion.Handle(descriptor: descriptor), offset: 0, length: 4096)
+                    ))
+            })
+        router.add(
             .post, "/echo", .task { request, _ in HTTPResponse(body: .bytes(request.body)) })
         router.add(
             .get, "/fail",
@@ -137,4 +146,85 @@ import Testing
             #expect(raw.hasSuffix("slow"))
         }
     }
+
+    @Test func thousandsOfPipelinedRequestsBehindSlowOnesAreAllAnsweredInOrder() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            // Sixteen slow task requests fill the pipeline, then thousands of immediate ones
+            // wait in the parser's buffer: draining them must neither recurse nor stall.
+            var stream = String(repeating: "GET /slow?ms=30 HTTP/1.1\r\nHost: t\r\n\r\n", count: 16)
+            stream += String(repeating: "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", count: 5000)
+            stream += "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+            try socket.send(stream)
+            var bodies: [String] = []
+            while let response = socket.readResponse() {
+                bodies.append(String(decoding: response.body, as: UTF8.self))
+            }
+            #expect(bodies.count == 5017)
+            #expect(bodies.prefix(16).allSatisfy { $0 == "slow" })
+            #expect(bodies.dropFirst(16).allSatisfy { $0 == "hello" })
+        }
+    }
+
+    @Test func aClientThatNeverReadsCannotMakeTheServerHoldFilesWithoutBound() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let before = openDescriptorCount()
+            let socket = try TestSocket(port: running.port, receiveBuffer: 4096)
+            try socket.send(String(repeating: "GET /file HTTP/1.1\r\nHost: t\r\n\r\n", count: 2000))
+            usleep(300_000)
+            // At most one open file per pipelined slot, not one per request sent.
+            let held = openDescriptorCount() - before
+            #expect(held <= 16 + 4, "held \(held) descriptors")
+            // And reading drains everything.
+            var count = 0
+            while count < 2000, let response = socket.readResponse() {
+                #expect(response.body.count == 4096)
+                count += 1
+            }
+            #expect(count == 2000)
+        }
+    }
+
+    @Test func aHalfClosedClientGetsEveryAnswer() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                String(repeating: "GET /slow?ms=5 HTTP/1.1\r\nHost: t\r\n\r\n", count: 40))
+            shutdown(socket.descriptor, Int32(SHUT_WR))
+            var count = 0
+            while socket.readResponse() != nil { count += 1 }
+            #expect(count == 40)
+        }
+    }
+
+    @Test func shutdownAnswersEveryRequestAlreadyStarted() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            let socket = try TestSocket(port: running.port)
+            try socket.send(String(repeating: "GET /slow?ms=100 HTTP/1.1\r\nHost: t\r\n\r\n", count: 4))
+            usleep(20000)
+            running.stop()
+            var heads: [String] = []
+            while let response = socket.readResponse() { heads.append(response.head) }
+            #expect(heads.count == 4)
+            // Only the last one announces the close.
+            #expect(heads.last?.contains("Connection: close") == true)
+            #expect(heads.dropLast().allSatisfy { !$0.contains("Connection: close") })
+        }
+    }
+}
+
+/// Descriptors open in this process now.
+private func openDescriptorCount() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count
 }

@@ -27,6 +27,23 @@ import Testing
         #expect(decide(["Range": "bytes=0-1,5-6"]) == .whole)
     }
 
+    @Test func hugeNumbersDoNotOverflow() {
+        #expect(decide(["Range": "bytes=0-9223372036854775807"]) == .partial(0..<1000))
+        #expect(decide(["Range": "bytes=9223372036854775807-"]) == .rangeNotSatisfiable)
+        #expect(decide(["Range": "bytes=-9223372036854775807"]) == .partial(0..<1000))
+        #expect(decide(["Range": "bytes=0-99999999999999999999999"]) == .whole)
+        for date in [
+            "Sun, 06 Nov 1994 9223372036854775807:00:00 GMT", "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:999999999999999999:37 GMT", "Sun, 99 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+        ] {
+            #expect(Timestamp.parseHTTPDate(date) == nil, "\(date)")
+            #expect(decide(["If-Modified-Since": date]) == .whole)
+            #expect(decide(["If-Unmodified-Since": date]) == .whole)
+            #expect(decide(["Range": "bytes=0-1", "If-Range": date]) == .whole)
+        }
+    }
+
     @Test func ifNoneMatchAndIfModifiedSince() {
         #expect(decide(["If-None-Match": "\"7-1000\""]) == .notModified)
         #expect(decide(["If-None-Match": "W/\"7-1000\""]) == .notModified)

@@ -19,7 +19,8 @@ BINARY = os.environ.get("SHUTTERD_BIN", os.path.join(os.path.dirname(__file__), 
 class Daemon:
     """One shutterd process."""
 
-    def __init__(self, data_dir, args=(), env=None):
+    def __init__(self, data_dir, args=(), env=None, preexec_fn=None):
+        self.preexec_fn = preexec_fn
         self.data_dir = str(data_dir)
         self.args = list(args)
         self.env = env or {}
@@ -35,7 +36,8 @@ class Daemon:
         self.log_lines = []
         self.process = subprocess.Popen(
             [BINARY, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            preexec_fn=self.preexec_fn)
         threading.Thread(target=self._read_log, daemon=True).start()
         if not self._listening.wait(timeout):
             self.process.kill()
@@ -102,8 +104,8 @@ def make_daemon(tmp_path):
     """Factory: make_daemon(args=[...]) starts a daemon; all are stopped after the test."""
     daemons = []
 
-    def factory(args=(), env=None, data_dir=None):
-        daemon = Daemon(data_dir or tmp_path / "data", args, env).start()
+    def factory(args=(), env=None, data_dir=None, preexec_fn=None):
+        daemon = Daemon(data_dir or tmp_path / "data", args, env, preexec_fn).start()
         daemons.append(daemon)
         return daemon
 

@@ -136,3 +136,24 @@ def test_a_client_that_stops_reading_does_not_block_others(daemon):
         assert daemon.snap()["id"] > record["id"]
     finally:
         stalled.close()
+
+
+def test_running_out_of_descriptors_pauses_accepting_without_spinning(make_daemon):
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    d = make_daemon(["--size", "320x240"], preexec_fn=low_limit)
+    held = []
+    try:
+        for _ in range(90):
+            held.append(socket.create_connection(("127.0.0.1", d.port), timeout=5))
+        time.sleep(1.0)
+        failures = [line for line in d.log_lines if "accept failed" in line]
+        assert 1 <= len(failures) <= 3, failures[:5]
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.5)
+    assert d.request("GET", "/healthz")[0] == 200
