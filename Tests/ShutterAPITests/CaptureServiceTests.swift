@@ -14,9 +14,10 @@ import Testing
     private let quiet = Logger(label: "test", level: .critical)
     private let unplugged = CameraError.device(SystemError(errno: ENODEV, call: "VIDIOC_DQBUF"))
 
-    /// Polls `condition` until it holds or two seconds pass.
+    /// Polls `condition` until it holds or ten seconds pass (generous: tests run in parallel
+    /// on two cores, and a starved poll must not fail a correct service).
     private func eventually(_ condition: () async -> Bool) async -> Bool {
-        let deadline = SystemClock().monotonicNow().advanced(by: 2_000_000_000)
+        let deadline = SystemClock().monotonicNow().advanced(by: 10_000_000_000)
         while SystemClock().monotonicNow() < deadline {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(5))
@@ -49,49 +50,51 @@ import Testing
 
     @Test func anUnpluggedCameraShowsNoSignalAndIsReopened() async throws {
         let source = FakeCameraSource(
-            mode: CameraMode(width: 64, height: 48, fps: 100), script: [.failure(unplugged)],
-            whenExhausted: .generateLive, startFailures: [])
-        // Started once fine; then the first frame fails, and the camera is reopened half a second later.
+            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .generateLive)
         let capture = try CaptureService(
-            source: source, quality: 80, reopenIntervalMilliseconds: 500, logger: quiet)
+            source: source, quality: 80, reopenIntervalMilliseconds: 50, logger: quiet)
         try await capture.start()
+        #expect(await eventually { capture.status.framesCaptured > 0 })
+        source.unplug(throwing: unplugged)
         #expect(await eventually { capture.status.failure != nil })
-        #expect(
-            capture.status.failure?.contains("ENODEV") == true
-                || capture.status.failure?.contains("No such device") == true)
+        #expect(capture.status.failure?.contains("No such device") == true)
 
-        // Meanwhile snaps fail with the reason and the preview is the "no signal" frame.
+        // Meanwhile snaps fail with the reason, commands are refused, and the preview is
+        // the "no signal" frame.
         await #expect(throws: CaptureError.self) {
             try await capture.frame(
                 capturedAtOrAfter: SystemClock().monotonicNow(), timeoutMilliseconds: 1000)
         }
         await #expect(throws: CaptureError.self) { try await capture.withCamera { $0.name } }
+        let preview = try await capture.recentFrame(
+            maxAgeNanoseconds: 0, now: SystemClock().monotonicNow(), timeoutMilliseconds: 1000)
+        #expect(preview.sequence == 0, "the no-signal frame")
+        #expect(try JPEGDecoder.header(of: preview.jpeg).width == 64)
+        let startsWhileUnplugged = source.startCount
 
-        // It comes back by itself.
-        #expect(await eventually { capture.status.failure == nil && capture.status.framesCaptured > 0 })
+        // Retried until it returns, then it comes back by itself.
+        #expect(await eventually { source.startCount >= startsWhileUnplugged + 2 })
+        source.plugBackIn()
+        #expect(await eventually { capture.status.failure == nil })
         #expect(capture.status.reopens == 1)
-        #expect(source.startCount == 2)
         let fresh = try await capture.frame(
             capturedAtOrAfter: SystemClock().monotonicNow(), timeoutMilliseconds: 2000)
         #expect(fresh.sequence > 0)
         await capture.stop()
     }
 
-    @Test func aCameraThatCannotOpenKeepsBeingRetriedWithNoSignalFrames() async throws {
+    @Test func aCameraThatCannotOpenAtStartIsRetried() async throws {
         let refused = CameraError.unsupported("permission denied: add the user to the video group")
         let source = FakeCameraSource(
-            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .generateLive,
-            startFailures: [refused, refused, refused])
+            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .generateLive)
+        source.unplug(throwing: refused)
         let capture = try CaptureService(
             source: source, quality: 80, reopenIntervalMilliseconds: 50, logger: quiet)
         try await capture.start()
         #expect(await eventually { capture.status.failure?.contains("video group") == true })
-        let preview = try await capture.recentFrame(
-            maxAgeNanoseconds: 0, now: SystemClock().monotonicNow(), timeoutMilliseconds: 1000)
-        #expect(preview.sequence == 0, "the no-signal frame")
-        #expect(try JPEGDecoder.header(of: preview.jpeg).width == 64)
-        #expect(await eventually { capture.status.failure == nil })
-        #expect(source.startCount == 4)
+        #expect(await eventually { source.startCount >= 3 })
+        source.plugBackIn()
+        #expect(await eventually { capture.status.failure == nil && capture.status.framesCaptured > 0 })
         await capture.stop()
     }
 

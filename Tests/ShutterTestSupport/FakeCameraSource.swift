@@ -46,6 +46,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
         var startCount = 0
         var stopCount = 0
         var nextFrameCount = 0
+        var unpluggedBy: (any Error)?
     }
 
     // Every method and counter takes this lock; nothing in it blocks.
@@ -69,6 +70,16 @@ public final class FakeCameraSource: CameraSource, Sendable {
         state.withLock { $0.script.append(contentsOf: steps) }
     }
 
+    /// Makes `start` and `nextFrame` throw `error` until `plugBackIn()`, like a camera pulled out.
+    public func unplug(throwing error: any Error) {
+        state.withLock { $0.unpluggedBy = error }
+    }
+
+    /// Ends `unplug`: the camera opens and delivers again.
+    public func plugBackIn() {
+        state.withLock { $0.unpluggedBy = nil }
+    }
+
     /// Calls to `start`, including ones that threw.
     public var startCount: Int { state.withLock { $0.startCount } }
     /// Calls to `stop`.
@@ -84,6 +95,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
     public func start() throws {
         try state.withLock { state in
             state.startCount += 1
+            if let error = state.unpluggedBy { throw error }
             if !state.startFailures.isEmpty { throw state.startFailures.removeFirst() }
             state.isRunning = true
             state.hasStopped = false
@@ -110,6 +122,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
         }
         return try state.withLock { state in
             state.nextFrameCount += 1
+            if let error = state.unpluggedBy { throw error }
             guard state.isRunning else {
                 throw state.hasStopped ? CameraError.stopped : CameraError.notStarted
             }
