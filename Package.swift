@@ -14,6 +14,9 @@ let package = Package(
         // Declarations that Swift's Glibc module does not import (epoll, eventfd,
         // signalfd, timerfd, accept4, sendfile): see ../shared/SWIFT-ON-LINUX.md.
         .target(name: "CShutterLinux"),
+        // The V4L2 UAPI (<linux/videodev2.h>) with its function-like VIDIOC_* macros
+        // exposed as getters; the camera talks to the kernel directly, without libv4l2.
+        .target(name: "CV4L2"),
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
@@ -29,7 +32,7 @@ let package = Package(
 
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux"]),
-        .target(name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG"]),
+        .target(name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG", "CV4L2"]),
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
         .target(
             name: "ShutterAPI",
@@ -44,7 +47,7 @@ let package = Package(
         .testTarget(name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterCameraTests",
-            dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG"]),
+            dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG", "CV4L2"]),
         .testTarget(
             name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
         .testTarget(name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterTestSupport"]),

@@ -27,6 +27,16 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
     case device(SystemError)
     /// The camera cannot do what was asked, such as a mode or pixel format it lacks.
     case unsupported(String)
+    /// No frame arrived in time although the camera is streaming; restarting it often helps.
+    case stalled(String)
+    /// The camera went away (unplugged, or its node no longer exists).
+    case disconnected(String)
+    /// The device node at this path may not be opened by this user; the message says how to fix it.
+    case permissionDenied(String, message: String)
+    /// The device at this path is held by another program.
+    case busy(String, String)
+    /// A control name or value was refused; the message names the control and what it accepts.
+    case invalidControl(String)
 
     /// A short phrase for logs.
     public var description: String {
@@ -35,6 +45,11 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
         case .stopped: "camera stopped"
         case .device(let error): "camera device: \(error)"
         case .unsupported(let what): "camera unsupported: \(what)"
+        case .stalled(let what): "camera stalled: \(what)"
+        case .disconnected(let what): "camera disconnected: \(what)"
+        case .permissionDenied(let path, let message): "camera \(path): permission denied: \(message)"
+        case .busy(let path, let message): "camera \(path) is busy: \(message)"
+        case .invalidControl(let what): "camera control: \(what)"
         }
     }
 }

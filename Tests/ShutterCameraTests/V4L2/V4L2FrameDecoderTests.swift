@@ -1,0 +1,62 @@
+import CV4L2
+import Testing
+
+@testable import ShutterCamera
+
+@Suite struct V4L2FrameDecoderTests {
+    @Test func yuyvFramesBecomePlanar422Images() {
+        var decoder = V4L2FrameDecoder(pixelFormat: .yuyv, width: 2, height: 1, bytesPerLine: 4)
+        let outcome = [UInt8]([16, 90, 235, 170]).withUnsafeBytes { decoder.decode($0) }
+        guard case .image(.yuv(let image), 2, 1) = outcome else {
+            Issue.record("expected a 2x1 YUV image, got \(outcome)")
+            return
+        }
+        #expect(image.subsampling == .yuv422)
+        #expect(image.bytes == [16, 235, 90, 170])
+    }
+
+    @Test func shortUncompressedFramesAreCorrupt() {
+        var decoder = V4L2FrameDecoder(pixelFormat: .nv12, width: 4, height: 4, bytesPerLine: 4)
+        let outcome = [UInt8](repeating: 0, count: 20).withUnsafeBytes { decoder.decode($0) }
+        guard case .corrupt(let reason) = outcome else {
+            Issue.record("expected a corrupt frame")
+            return
+        }
+        #expect(reason == "20 bytes where a 4x4 frame needs 24")
+    }
+
+    @Test func mjpegFramesAreRepairedAndSizedFromTheirOwnHeader() throws {
+        let (stripped, _) = MJPEGRepairTests.strippingHuffmanTables(try MJPEGRepairTests.patternJPEG())
+        // The driver claims another size; the JPEG's SOF is what the picture really is.
+        var decoder = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 640, height: 480, bytesPerLine: 0)
+        let padded = stripped + [UInt8](repeating: 0, count: 300)
+        let outcome = padded.withUnsafeBytes { decoder.decode($0) }
+        guard case .image(.jpeg(let jpeg), 64, 48) = outcome else {
+            Issue.record("expected a 64x48 JPEG, got \(outcome)")
+            return
+        }
+        #expect(jpeg == (try MJPEGRepair.insertingStandardHuffmanTables(stripped)))
+    }
+
+    @Test func brokenMJPEGFramesAreCorrupt() {
+        var decoder = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 64, height: 48, bytesPerLine: 0)
+        let outcome = [UInt8](repeating: 0x42, count: 300).withUnsafeBytes { decoder.decode($0) }
+        guard case .corrupt(let reason) = outcome else {
+            Issue.record("expected a corrupt frame")
+            return
+        }
+        #expect(reason == MJPEGRepair.Defect.missingStartOfImage.description)
+    }
+
+    @Test func aFrameStillHeldIsNotOverwrittenByTheNext() {
+        var decoder = V4L2FrameDecoder(pixelFormat: .yuv420, width: 2, height: 2, bytesPerLine: 2)
+        let first = [UInt8](repeating: 1, count: 6).withUnsafeBytes { decoder.decode($0) }
+        let second = [UInt8](repeating: 2, count: 6).withUnsafeBytes { decoder.decode($0) }
+        guard case .image(.yuv(let a), _, _) = first, case .image(.yuv(let b), _, _) = second else {
+            Issue.record("expected two YUV images")
+            return
+        }
+        #expect(a.bytes == [UInt8](repeating: 1, count: 6))
+        #expect(b.bytes == [UInt8](repeating: 2, count: 6))
+    }
+}
