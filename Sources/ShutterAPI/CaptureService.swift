@@ -9,11 +9,17 @@ public final class CaptureCounters: Sendable {
     let encoded = Atomic<UInt64>(0)
     let failures = Atomic<UInt64>(0)
     let reopens = Atomic<UInt64>(0)
+    let corrupt = Atomic<UInt64>(0)
+    let warmupDropped = Atomic<UInt64>(0)
 
     public var framesCaptured: UInt64 { captured.load(ordering: .relaxed) }
     public var framesEncoded: UInt64 { encoded.load(ordering: .relaxed) }
     public var captureFailures: UInt64 { failures.load(ordering: .relaxed) }
     public var cameraReopens: UInt64 { reopens.load(ordering: .relaxed) }
+    /// Damaged frames the camera delivered and capture skipped.
+    public var corruptFrames: UInt64 { corrupt.load(ordering: .relaxed) }
+    /// Frames dropped after each open while exposure settled.
+    public var warmupFramesDropped: UInt64 { warmupDropped.load(ordering: .relaxed) }
 }
 
 /// A snapshot of the camera for `/status` and `/healthz`.
@@ -23,6 +29,8 @@ public struct CameraStatus: Sendable {
     public var framesCaptured: UInt64
     public var framesEncoded: UInt64
     public var reopens: UInt64
+    public var corruptFrames: UInt64
+    public var warmupFramesDropped: UInt64
     /// Nil while frames flow; otherwise why they do not.
     public var failure: String?
 }
@@ -115,6 +123,8 @@ public actor CaptureService {
         CameraStatus(
             name: cameraName, mode: shared.mode, framesCaptured: shared.counters.framesCaptured,
             framesEncoded: shared.counters.framesEncoded, reopens: shared.counters.cameraReopens,
+            corruptFrames: shared.counters.corruptFrames,
+            warmupFramesDropped: shared.counters.warmupFramesDropped,
             failure: shared.exchange.failure.map(Self.describe))
     }
 
@@ -192,6 +202,8 @@ private final class CaptureLoop: @unchecked Sendable {
     let logger: Logger
     let clock = SystemClock()
     private var lastFailure: String?
+    /// The source's own drop counters, if it keeps any (looked up once, not per frame).
+    private let dropCounting: (any FrameDropCounting)?
 
     init(
         source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
@@ -199,6 +211,7 @@ private final class CaptureLoop: @unchecked Sendable {
         logger: Logger
     ) {
         self.source = source
+        self.dropCounting = source as? any FrameDropCounting
         self.encoder = encoder
         self.shared = shared
         self.reopenIntervalNanoseconds = reopenIntervalNanoseconds
@@ -245,6 +258,10 @@ private final class CaptureLoop: @unchecked Sendable {
             do {
                 let frame = try source.nextFrame()
                 shared.counters.captured.add(1, ordering: .relaxed)
+                if let dropCounting {
+                    shared.counters.corrupt.store(dropCounting.corruptFrames, ordering: .relaxed)
+                    shared.counters.warmupDropped.store(dropCounting.warmupFramesDropped, ordering: .relaxed)
+                }
                 if shared.exchange.failure != nil { shared.exchange.clearFailure() }
                 guard shared.exchange.wantsFrame() else { continue }
                 let start = clock.monotonicNow()

@@ -7,6 +7,8 @@ import ShutterSystem
 public struct ShutterAPI: Sendable {
     let capture: CaptureService
     let catalog: MediaCatalog
+    /// The V4L2 device in use, or nil for the test pattern.
+    let cameraPath: String?
     let configuration: ShutterConfiguration
     let clock: SystemClock
     let startedAt: MonotonicInstant
@@ -15,10 +17,13 @@ public struct ShutterAPI: Sendable {
     public static let version = "0.1.0"
 
     public init(
-        capture: CaptureService, catalog: MediaCatalog, configuration: ShutterConfiguration, logger: Logger
+        capture: CaptureService, catalog: MediaCatalog, cameraPath: String?,
+        configuration: ShutterConfiguration,
+        logger: Logger
     ) {
         self.capture = capture
         self.catalog = catalog
+        self.cameraPath = cameraPath
         self.configuration = configuration
         self.clock = SystemClock()
         self.startedAt = clock.monotonicNow()
@@ -41,6 +46,9 @@ public struct ShutterAPI: Sendable {
         router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
         router.add(.get, "/healthz", .immediate { request, _ in try health(request) })
         router.add(.get, "/status", .task { request, _ in try await status(request) })
+        router.add(.get, "/cameras", .task { request, _ in try await cameras(request) })
+        router.add(.get, "/camera/controls", .task { request, _ in try await controls(request) })
+        router.add(.patch, "/camera/controls", .task { request, _ in try await setControls(request) })
         return router
     }
 
@@ -52,7 +60,7 @@ public struct ShutterAPI: Sendable {
         object.field("version", Self.version)
         object.rawField(
             "endpoints",
-            #"["POST /snap","GET /library","GET /library/{id}","DELETE /library/{id}","GET /media/{id}.jpg","GET /preview.jpg","GET /healthz","GET /status"]"#
+            #"["POST /snap","GET /library","GET /library/{id}","DELETE /library/{id}","GET /media/{id}.jpg","GET /preview.jpg","GET /healthz","GET /status","GET /cameras","GET /camera/controls","PATCH /camera/controls"]"#
         )
         return .json(.ok, object.finished())
     }

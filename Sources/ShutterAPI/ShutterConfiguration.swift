@@ -8,6 +8,9 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var listenPort = 8080
     public var dataDirectory = "shutter-data"
     public var camera = "auto"
+    public var cameraFormats: [String] = ["mjpeg", "yuyv", "nv12", "yuv420"]
+    public var warmupMilliseconds = 500
+    public var reopenIntervalMilliseconds = 1000
     public var width = 1280
     public var height = 720
     public var fps = 30
@@ -108,14 +111,40 @@ extension ConfigurationKey {
             current: { $0.dataDirectory }),
         ConfigurationKey(
             name: "camera", valueName: "SOURCE",
-            help: "'auto' (first V4L2 camera, else the test pattern) or 'test-pattern'",
+            help:
+                "'auto' (the first V4L2 capture device, else the test pattern), 'test-pattern', or a device path such as /dev/video0",
             apply: { config, text in
-                guard ["auto", "test-pattern"].contains(text) else {
-                    throw ConfigurationError("camera: '\(text)' is not 'auto' or 'test-pattern'")
+                guard text == "auto" || text == "test-pattern" || text.hasPrefix("/") else {
+                    throw ConfigurationError(
+                        "camera: '\(text)' is not 'auto', 'test-pattern' or a device path such as /dev/video0"
+                    )
                 }
                 config.camera = text
             },
             current: { $0.camera }),
+        ConfigurationKey(
+            name: "camera_formats", valueName: "LIST",
+            help:
+                "pixel formats to ask a V4L2 camera for, most wanted first (mjpeg is passed through, the others are encoded)",
+            apply: { config, text in
+                let formats = text.split(separator: ",").map { $0.trimmingSpaces().lowercased() }
+                let known = ["mjpeg", "yuyv", "nv12", "yuv420"]
+                guard !formats.isEmpty, formats.allSatisfy(known.contains) else {
+                    throw ConfigurationError(
+                        "camera_formats: '\(text)' must be a comma-separated list of \(known.joined(separator: ", "))"
+                    )
+                }
+                config.cameraFormats = formats
+            },
+            current: { $0.cameraFormats.joined(separator: ",") }),
+        integer(
+            "warmup_ms", "MS",
+            "frames dropped after the camera opens, so exposure settles before the first picture",
+            range: 0...10000, \.warmupMilliseconds),
+        integer(
+            "reopen_interval_ms", "MS", "how often a failed or unplugged camera is reopened",
+            range: 100...60000,
+            \.reopenIntervalMilliseconds),
         ConfigurationKey(
             name: "size", valueName: "WxH",
             help: "capture size in pixels, e.g. 1280x720 (even numbers, at most 7680x4320)",

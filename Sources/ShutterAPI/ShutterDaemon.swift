@@ -36,12 +36,17 @@ public final class ShutterDaemon {
         raiseDescriptorLimit()
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"))
-        let source = makeCameraSource()
+        let cameraPath = chooseCameraPath()
+        let source = makeCameraSource(path: cameraPath)
         let capture = try CaptureService(
-            source: source, quality: configuration.quality, logger: logger.with("component", "capture"))
+            source: source, quality: configuration.quality,
+            reopenIntervalMilliseconds: configuration.reopenIntervalMilliseconds,
+            logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }
 
-        let api = ShutterAPI(capture: capture, catalog: catalog, configuration: configuration, logger: logger)
+        let api = ShutterAPI(
+            capture: capture, catalog: catalog, cameraPath: cameraPath, configuration: configuration,
+            logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.host = configuration.listenHost
         httpConfiguration.port = configuration.listenPort
@@ -91,15 +96,39 @@ public final class ShutterDaemon {
         }
     }
 
-    /// The camera `camera` names; `auto` falls back to the test pattern and says why.
-    private func makeCameraSource() -> sending any CameraSource {
+    /// The device path `camera` names (nil for the test pattern); `auto`
+    /// takes the first V4L2 capture device and falls back to the test pattern, saying why.
+    private func chooseCameraPath() -> String? {
+        var path: String?
+        switch configuration.camera {
+        case "test-pattern":
+            logger.notice("using the test pattern", ["camera": "test-pattern"])
+        case "auto":
+            if let device = V4L2Discovery.firstCaptureDevice(logger: logger) {
+                logger.notice(
+                    "using the first V4L2 capture device",
+                    ["camera": "auto", "device": device.path, "card": device.card, "driver": device.driver])
+                path = device.path
+            } else {
+                logger.notice(
+                    "using the test pattern", ["camera": "auto", "reason": "no V4L2 capture device found"])
+            }
+        default:
+            path = configuration.camera
+        }
+        return path
+    }
+
+    /// The source for `path`: a V4L2 camera, or the test pattern when nil.
+    private func makeCameraSource(path: String?) -> sending any CameraSource {
         let mode = CameraMode(
             width: configuration.width, height: configuration.height, fps: configuration.fps)
-        if configuration.camera == "auto" {
-            logger.notice(
-                "using the test pattern", ["reason": "this build has no V4L2 capture yet", "camera": "auto"])
-        }
-        return TestPatternSource(mode: mode)
+        guard let path else { return TestPatternSource(mode: mode) }
+        let formats = configuration.cameraFormats.compactMap(PixelFormat.init(rawValue:))
+        let source = V4L2CameraSource(
+            path: path, requested: mode, formatPreference: formats,
+            warmupMilliseconds: configuration.warmupMilliseconds, logger: logger.with("component", "camera"))
+        return source
     }
 }
 

@@ -53,3 +53,25 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
         }
     }
 }
+
+/// A camera that drops frames on purpose or by necessity and counts them, for `/status`.
+///
+/// Read by the capture thread that owns the source, like every other member.
+public protocol FrameDropCounting: AnyObject {
+    /// Frames that arrived damaged (no SOI/EOI, too short) and were skipped.
+    var corruptFrames: UInt64 { get }
+    /// Frames dropped after opening while the exposure settled.
+    var warmupFramesDropped: UInt64 { get }
+}
+
+/// A camera with adjustable controls (brightness, exposure, ...).
+///
+/// Called only by the thread that owns the source, between frames.
+public protocol ControllableCamera: AnyObject {
+    /// Every control with its range and current value.
+    func controls() throws -> [CameraControl]
+    /// Sets controls by name; throws `CameraError.invalidControl` naming an unknown control or a value out of range.
+    func setControls(_ values: [String: Int]) throws
+}
+
+extension V4L2CameraSource: FrameDropCounting, ControllableCamera {}

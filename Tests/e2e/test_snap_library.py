@@ -177,3 +177,17 @@ def test_snap_rejects_bodies_and_parameters_it_does_not_take(daemon):
     status, _, body = daemon.json("DELETE", "/library/1", body=b"{}")
     assert status in (400, 404)
     assert daemon.json("GET", "/library")[2]["items"] == []
+
+
+def test_cameras_and_controls_on_the_test_pattern(daemon):
+    status, _, listing = daemon.json("GET", "/cameras")
+    assert status == 200 and listing["in_use"] == "test-pattern"
+    assert isinstance(listing["cameras"], list)
+    status, _, body = daemon.json("GET", "/camera/controls")
+    assert status == 200 and body == {"controls": []}
+    status, _, body = daemon.json("PATCH", "/camera/controls", body=b'{"brightness": 10}')
+    assert status == 400 and "brightness" in body["detail"]
+    for bad in [b"", b"[]", b"{}", b'{"brightness": "high"}', b'{"brightness": 1.5}']:
+        status, _, body = daemon.json("PATCH", "/camera/controls", body=bad)
+        assert status == 400, bad
+        assert body["detail"]

@@ -1,0 +1,120 @@
+import FoundationEssentials
+import ShutterCamera
+import ShutterHTTP
+
+extension ShutterAPI {
+    /// `GET /cameras`: every V4L2 capture device with its formats, sizes and rates, and which is in use.
+    func cameras(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        // Opening each node to ask it is blocking I/O: done in this task, not on the event loop.
+        let devices = V4L2Discovery.captureDevices(logger: logger)
+        struct Listing: Encodable {
+            struct Camera: Encodable {
+                let description: CameraDescription
+                let inUse: Bool
+                func encode(to encoder: any Encoder) throws {
+                    try description.encode(to: encoder)
+                    var container = encoder.container(keyedBy: Key.self)
+                    try container.encode(inUse, forKey: .inUse)
+                }
+                enum Key: String, CodingKey { case inUse }
+            }
+            let cameras: [Camera]
+            let inUse: String
+        }
+        let listing = Listing(
+            cameras: devices.map { Listing.Camera(description: $0, inUse: $0.path == cameraPath) },
+            inUse: cameraPath ?? "test-pattern")
+        return try .json(.ok, Self.encode(listing), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// `GET /camera/controls`: the camera's controls with range, step, default and current value.
+    func controls(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        let controls = try await onCamera { camera in
+            try (camera as? any ControllableCamera)?.controls() ?? []
+        }
+        return try .json(.ok, Self.encode(["controls": controls]), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// `PATCH /camera/controls` with `{"brightness": 10, ...}`: sets them, answers with every control.
+    func setControls(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        let values = try Self.decodeControlValues(request.body)
+        let controls = try await onCamera { camera in
+            guard let controllable = camera as? any ControllableCamera else {
+                let names = values.keys.sorted().joined(separator: ", ")
+                throw CameraError.invalidControl(
+                    "unknown control \(names): the \(camera.name) camera has no controls")
+            }
+            try controllable.setControls(values)
+            return try controllable.controls()
+        }
+        return try .json(.ok, Self.encode(["controls": controls]), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// Runs `body` on the capture thread, turning camera errors into answers.
+    private func onCamera<T: Sendable>(_ body: @escaping @Sendable (any CameraSource) throws -> T)
+        async throws
+        -> T
+    {
+        do {
+            return try await capture.withCamera(body)
+        } catch CameraError.invalidControl(let detail) {
+            throw HTTPError(.badRequest, "invalid control", detail: detail)
+        } catch let error as CaptureError {
+            throw HTTPError(
+                .serviceUnavailable, "camera unavailable", detail: CaptureService.describe(error),
+                headers: ["Retry-After": "1"])
+        }
+    }
+
+    /// Parses `{"name": integer-or-boolean, ...}`; anything else is a 400 saying what is expected.
+    static func decodeControlValues(_ body: [UInt8]) throws -> [String: Int] {
+        let expected = #"send a JSON object of control names and whole numbers, e.g. {"brightness": 10}"#
+        guard !body.isEmpty,
+            let object = try? JSONDecoder().decode([String: ControlValue].self, from: Data(body)),
+            !object.isEmpty
+        else {
+            throw HTTPError(.badRequest, "invalid body", detail: expected)
+        }
+        var values: [String: Int] = [:]
+        for (name, value) in object {
+            guard let number = value.integer else {
+                throw HTTPError(.badRequest, "invalid control", detail: "\(name): \(expected)")
+            }
+            values[name] = number
+        }
+        return values
+    }
+
+    private static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// A control value in a PATCH body: a whole number, or a boolean meaning 1 or 0.
+private enum ControlValue: Decodable {
+    case number(Double)
+    case bool(Bool)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
+        } else {
+            self = .number(try container.decode(Double.self))
+        }
+    }
+
+    var integer: Int? {
+        switch self {
+        case .bool(let bool): return bool ? 1 : 0
+        case .number(let number):
+            return number == number.rounded() && abs(number) < 1e9 ? Int(number) : nil
+        }
+    }
+}
