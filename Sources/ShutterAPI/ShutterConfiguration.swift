@@ -114,7 +114,10 @@ extension ConfigurationKey {
             help:
                 "'auto' (the first V4L2 capture device, else the test pattern), 'test-pattern', or a device path such as /dev/video0",
             apply: { config, text in
-                guard text == "auto" || text == "test-pattern" || text.hasPrefix("/") else {
+                guard
+                    text == "auto" || text == "test-pattern"
+                        || (text.hasPrefix("/dev/") && !text.contains(".."))
+                else {
                     throw ConfigurationError(
                         "camera: '\(text)' is not 'auto', 'test-pattern' or a device path such as /dev/video0"
                     )
