@@ -14,6 +14,8 @@ let package = Package(
         // Declarations that Swift's Glibc module does not import (epoll, eventfd,
         // signalfd, timerfd, accept4, sendfile): see ../shared/SWIFT-ON-LINUX.md.
         .target(name: "CShutterLinux"),
+        // The per-pixel loops every encoded YUYV frame goes through, where C vectorises best.
+        .target(name: "CShutterPixels"),
         // The V4L2 UAPI (<linux/videodev2.h>) with its function-like VIDIOC_* macros
         // exposed as getters; the camera talks to the kernel directly, without libv4l2.
         .target(name: "CV4L2"),
@@ -32,12 +34,17 @@ let package = Package(
 
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux"]),
-        .target(name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG", "CV4L2"]),
+        .target(
+            name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2"]),
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
         .target(
             name: "ShutterAPI",
             dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterAPI"]),
+        // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
+        .executableTarget(
+            name: "shutter-encode-bench", dependencies: ["ShutterCamera", "ShutterSystem"],
+            path: "benchmarks/EncodeBenchmark"),
 
         // Fakes for every seam live here, never copied into test files.
         .target(

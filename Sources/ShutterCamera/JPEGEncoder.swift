@@ -62,7 +62,24 @@ public final class JPEGEncoder {
             output = buffer
             outputCapacity = needed
         }
-        let planes = expandToFullRange(image, byteCount: byteCount)
+        if image.isFullRange {
+            return try image.bytes.withUnsafeBufferPointer { source in
+                try compress(
+                    UnsafeMutablePointer(mutating: source.baseAddress!), image: image, width: width,
+                    height: height,
+                    subsampling: subsampling)
+            }
+        }
+        return try compress(
+            expandToFullRange(image, byteCount: byteCount), image: image, width: width, height: height,
+            subsampling: subsampling)
+    }
+
+    private func compress(
+        _ planes: UnsafeMutablePointer<UInt8>, image: YUVImage, width: Int32, height: Int32,
+        subsampling: Int32
+    ) throws -> [UInt8] {
+        let g = image.geometry
 
         // TurboJPEG already uses the fast integer DCT below quality 96 and the accurate one
         // from 96 up, where the fast one's error would show (turbojpeg.c setCompDefaults):

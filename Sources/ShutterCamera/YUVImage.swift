@@ -21,6 +21,9 @@ public struct YUVImage: Sendable {
     public let subsampling: ChromaSubsampling
     /// The three planes, back to back; `byteCount(width:height:subsampling:)` bytes long.
     public var bytes: [UInt8]
+    /// Whether the samples are already full range (JFIF's 0...255), as `PixelConversion` can
+    /// produce in the same pass that converts them; `JPEGEncoder` then skips its expansion.
+    public var isFullRange = false
 
     /// Limited-range black luma.
     public static let blackLuma: UInt8 = 16

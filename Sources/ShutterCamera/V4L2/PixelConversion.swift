@@ -1,3 +1,5 @@
+import CShutterPixels
+
 /// Rearranges uncompressed V4L2 frames into planar `YUVImage`s, sample for sample (no RGB
 /// round trip, no colour maths), honouring the driver's line stride (`bytesperline`).
 ///
@@ -34,9 +36,14 @@ public enum PixelConversion {
         }
     }
 
-    /// Packed YUYV 4:2:2 into a planar 4:2:2 `image` of the same size.
+    /// Packed YUYV 4:2:2 into a planar 4:2:2 `image` of the same size; with `fullRange`, the
+    /// samples are expanded from BT.601 limited range to JFIF's full range in the same pass.
+    ///
+    /// This runs on every YUYV frame that is encoded: even widths go through a C kernel that
+    /// clang vectorises (several times faster than the same loop in Swift).
     public static func convertYUYV(
-        _ source: UnsafeRawBufferPointer, bytesPerLine: Int, into image: inout YUVImage
+        _ source: UnsafeRawBufferPointer, bytesPerLine: Int, into image: inout YUVImage,
+        fullRange: Bool = false
     ) -> Bool {
         precondition(image.subsampling == .yuv422, "YUYV converts to a 4:2:2 image")
         let (width, height) = (image.width, image.height)
@@ -46,7 +53,20 @@ public enum PixelConversion {
             source.count >= needed
         else { return false }
         let g = image.geometry
+        image.isFullRange = fullRange
+        // Odd widths (rare) take the scalar path below; even ones the vectorised C kernel.
+        if width & 1 == 0 {
+            image.bytes.withUnsafeMutableBufferPointer { planes in
+                let y = planes.baseAddress!
+                cshutter_yuyv_to_planar422(
+                    source.baseAddress!.assumingMemoryBound(to: UInt8.self), bytesPerLine, Int32(width),
+                    Int32(height), y, y + g.cbOffset, y + g.crOffset, fullRange ? 1 : 0)
+            }
+            return true
+        }
         let pairs = width / 2
+        let luma: (UInt8) -> UInt8 = { fullRange ? JPEGEncoder.fullRangeLuma($0) : $0 }
+        let chroma: (UInt8) -> UInt8 = { fullRange ? JPEGEncoder.fullRangeChroma($0) : $0 }
         image.bytes.withUnsafeMutableBufferPointer { planes in
             let y = planes.baseAddress!
             let cb = y + g.cbOffset
@@ -58,18 +78,16 @@ public enum PixelConversion {
                 let chromaRow = row * g.chromaWidth
                 for pair in 0..<pairs {
                     let group = line + pair * 4
-                    lumaRow[2 * pair] = group[0]
-                    cb[chromaRow + pair] = group[1]
-                    lumaRow[2 * pair + 1] = group[2]
-                    cr[chromaRow + pair] = group[3]
+                    lumaRow[2 * pair] = luma(group[0])
+                    cb[chromaRow + pair] = chroma(group[1])
+                    lumaRow[2 * pair + 1] = luma(group[2])
+                    cr[chromaRow + pair] = chroma(group[3])
                 }
-                if width & 1 == 1 {
-                    // An odd width's last group carries one real pixel; its Y1 is padding.
-                    let group = line + pairs * 4
-                    lumaRow[width - 1] = group[0]
-                    cb[chromaRow + pairs] = group[1]
-                    cr[chromaRow + pairs] = group[3]
-                }
+                // An odd width's last group carries one real pixel; its Y1 is padding.
+                let group = line + pairs * 4
+                lumaRow[width - 1] = luma(group[0])
+                cb[chromaRow + pairs] = chroma(group[1])
+                cr[chromaRow + pairs] = chroma(group[3])
             }
         }
         return true

@@ -43,7 +43,10 @@ struct V4L2FrameDecoder {
                 return .image(.jpeg(jpeg), width: size.width, height: size.height)
             }
         case .yuyv:
-            return convert(bytes, subsampling: .yuv422, with: PixelConversion.convertYUYV)
+            // Range expansion happens in the same pass, so the encoder need not read the frame twice.
+            return convert(bytes, subsampling: .yuv422) {
+                PixelConversion.convertYUYV($0, bytesPerLine: $1, into: &$2, fullRange: true)
+            }
         case .nv12:
             return convert(bytes, subsampling: .yuv420, with: PixelConversion.convertNV12)
         case .yuv420:

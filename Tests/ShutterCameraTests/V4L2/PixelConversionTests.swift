@@ -12,6 +12,35 @@ import Testing
         )
     }
 
+    @Test(arguments: [false, true])
+    func wideYUYVRowsTakeTheVectorPathAndMatchTheScalarRules(fullRange: Bool) {
+        // 70 pixels: four 16-pixel vector blocks, then a scalar tail of three pairs; the stride
+        // has padding that must be skipped.
+        let (width, height, stride) = (70, 3, 70 * 2 + 12)
+        var generator = SystemRandomNumberGenerator()
+        let source = (0..<stride * height).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var image = YUVImage(width: width, height: height, subsampling: .yuv422)
+        let converted = source.withUnsafeBytes {
+            PixelConversion.convertYUYV($0, bytesPerLine: stride, into: &image, fullRange: fullRange)
+        }
+        #expect(converted)
+        #expect(image.isFullRange == fullRange)
+        let (y, cb, cr) = Self.planes(image)
+        let luma: (UInt8) -> Int = { Int(fullRange ? JPEGEncoder.fullRangeLuma($0) : $0) }
+        let chroma: (UInt8) -> Int = { Int(fullRange ? JPEGEncoder.fullRangeChroma($0) : $0) }
+        // The vector path truncates where the scalar one rounds: at most one code value apart.
+        let tolerance = fullRange ? 1 : 0
+        for row in 0..<height {
+            for pair in 0..<width / 2 {
+                let group = row * stride + pair * 4
+                #expect(abs(Int(y[row * width + 2 * pair]) - luma(source[group])) <= tolerance)
+                #expect(abs(Int(cb[row * width / 2 + pair]) - chroma(source[group + 1])) <= tolerance)
+                #expect(abs(Int(y[row * width + 2 * pair + 1]) - luma(source[group + 2])) <= tolerance)
+                #expect(abs(Int(cr[row * width / 2 + pair]) - chroma(source[group + 3])) <= tolerance)
+            }
+        }
+    }
+
     @Test func yuyvBecomesPlanar422HonouringTheStride() {
         // 4x2 pixels, 8 bytes of pixels per line plus 4 bytes of padding (0xEE).
         let source: [UInt8] = [

@@ -12,7 +12,9 @@ import Testing
             return
         }
         #expect(image.subsampling == .yuv422)
-        #expect(image.bytes == [16, 235, 90, 170])
+        // Deinterleaved and expanded to full range in one pass, ready for the encoder.
+        #expect(image.isFullRange)
+        #expect(image.bytes == [0, 255, 85, 176])
     }
 
     @Test func shortUncompressedFramesAreCorrupt() {
