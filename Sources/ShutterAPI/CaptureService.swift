@@ -26,6 +26,8 @@ public final class CaptureCounters: Sendable {
 public struct CameraStatus: Sendable {
     public var name: String
     public var mode: CameraMode
+    /// The pixel format the camera delivers (`mjpeg` is stored as sent; the others are encoded).
+    public var pixelFormat: String
     public var framesCaptured: UInt64
     public var framesEncoded: UInt64
     public var reopens: UInt64
@@ -45,14 +47,13 @@ public actor CaptureService {
     private let shared: CaptureShared
     private let context: CaptureLoop
     private var thread: OSThread?
-    /// The camera's name, fixed at creation.
-    public nonisolated let cameraName: String
+    /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
+    public nonisolated var cameraName: String { shared.name }
 
     public init(
         source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000, logger: Logger
     ) throws {
-        cameraName = source.name
-        let shared = CaptureShared(mode: source.mode)
+        let shared = CaptureShared(name: source.name, mode: source.mode, pixelFormat: source.pixelFormatName)
         self.shared = shared
         context = CaptureLoop(
             source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
@@ -121,7 +122,8 @@ public actor CaptureService {
     /// The camera's state now.
     public nonisolated var status: CameraStatus {
         CameraStatus(
-            name: cameraName, mode: shared.mode, framesCaptured: shared.counters.framesCaptured,
+            name: cameraName, mode: shared.mode, pixelFormat: shared.pixelFormat,
+            framesCaptured: shared.counters.framesCaptured,
             framesEncoded: shared.counters.framesEncoded, reopens: shared.counters.cameraReopens,
             corruptFrames: shared.counters.corruptFrames,
             warmupFramesDropped: shared.counters.warmupFramesDropped,
@@ -146,15 +148,25 @@ private final class CaptureShared: Sendable {
     let stopRequested = Atomic<Bool>(false)
     // Guards the negotiated mode (written by the capture thread after each open) and the
     // command queue (filled by request tasks, drained by the capture thread between frames).
-    private let state: Mutex<(mode: CameraMode, commands: [Command])>
+    private let state: Mutex<(name: String, mode: CameraMode, pixelFormat: String, commands: [Command])>
 
-    init(mode: CameraMode) {
-        state = Mutex((mode, []))
+    init(name: String, mode: CameraMode, pixelFormat: String) {
+        state = Mutex((name, mode, pixelFormat, []))
+    }
+
+    var name: String {
+        get { state.withLock { $0.name } }
+        set { state.withLock { $0.name = newValue } }
     }
 
     var mode: CameraMode {
         get { state.withLock { $0.mode } }
         set { state.withLock { $0.mode = newValue } }
+    }
+
+    var pixelFormat: String {
+        get { state.withLock { $0.pixelFormat } }
+        set { state.withLock { $0.pixelFormat = newValue } }
     }
 
     var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
@@ -234,7 +246,9 @@ private final class CaptureLoop: @unchecked Sendable {
     private func open() -> Bool {
         do {
             try source.start()
+            shared.name = source.name
             shared.mode = source.mode
+            shared.pixelFormat = source.pixelFormatName
             let mode = source.mode
             if lastFailure != nil {
                 shared.counters.reopens.add(1, ordering: .relaxed)
@@ -243,7 +257,10 @@ private final class CaptureLoop: @unchecked Sendable {
             }
             logger.info(
                 "camera started",
-                ["camera": source.name, "size": "\(mode.width)x\(mode.height)", "fps": String(mode.fps)])
+                [
+                    "camera": source.name, "size": "\(mode.width)x\(mode.height)", "fps": String(mode.fps),
+                    "format": source.pixelFormatName,
+                ])
             return true
         } catch {
             failed(error)

@@ -25,6 +25,7 @@ extension ShutterAPI {
         cameraObject.field("width", camera.mode.width)
         cameraObject.field("height", camera.mode.height)
         cameraObject.field("fps", camera.mode.fps)
+        cameraObject.field("format", camera.pixelFormat)
         cameraObject.field("frames_captured", camera.framesCaptured)
         cameraObject.field("frames_encoded", camera.framesEncoded)
         cameraObject.field("reopens", camera.reopens)

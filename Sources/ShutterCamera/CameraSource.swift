@@ -9,6 +9,8 @@ public protocol CameraSource: AnyObject {
     var name: String { get }
     /// The negotiated size and rate; valid after `start()`.
     var mode: CameraMode { get }
+    /// The pixel format frames arrive in, such as `"mjpeg"` or `"yuyv"`; valid after `start()`.
+    var pixelFormatName: String { get }
     /// Opens the camera and starts capturing.
     func start() throws
     /// Stops capturing and releases the camera; `nextFrame` throws `CameraError.stopped` afterwards.
@@ -54,6 +56,11 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
     }
 }
 
+extension CameraSource {
+    /// Sources that render their own frames deliver planar 4:2:0.
+    public var pixelFormatName: String { "yuv420" }
+}
+
 /// A camera that drops frames on purpose or by necessity and counts them, for `/status`.
 ///
 /// Read by the capture thread that owns the source, like every other member.
@@ -74,4 +81,7 @@ public protocol ControllableCamera: AnyObject {
     func setControls(_ values: [String: Int]) throws
 }
 
-extension V4L2CameraSource: FrameDropCounting, ControllableCamera {}
+extension V4L2CameraSource: FrameDropCounting, ControllableCamera {
+    /// The negotiated V4L2 format's name, or the most wanted one before `start()`.
+    public var pixelFormatName: String { (pixelFormat ?? formatPreference.first)?.rawValue ?? "unknown" }
+}

@@ -1,0 +1,200 @@
+"""The real shutterd binary capturing from the emulated UVC camera (Tests/EmulatedCamera): the
+V4L2 path end to end, with the same code that runs on a real webcam."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from emucam import emucam_env
+from test_snap_library import djpeg_size
+
+SOI, EOI, DHT = b"\xff\xd8", b"\xff\xd9", b"\xff\xc4"
+
+
+def camera_daemon(make_daemon, args=(), **knobs):
+    return make_daemon(["--camera", "/dev/video0", "--size", "640x480", "--fps", "30", "--warmup-ms", "200",
+                        "--reopen-interval-ms", "300", *args], env=emucam_env(**knobs))
+
+
+def wait_for(predicate, timeout=10.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not reached in time")
+
+
+def camera_frames(tmp_path, count=40, **knobs):
+    """Raw MJPEG frames as the emulated camera sends them, captured with v4l2-ctl."""
+    out = tmp_path / "frames.raw"
+    subprocess.run(["v4l2-ctl", "-d", "/dev/video0", "--set-fmt-video=width=640,height=480,pixelformat=MJPG",
+                    "--stream-mmap", f"--stream-count={count}", f"--stream-to={out}"],
+                   env=emucam_env(**knobs), check=True, capture_output=True, timeout=30)
+    data = out.read_bytes()
+    frames = [SOI + part.split(EOI)[0] + EOI for part in data.split(SOI)[1:]]
+    assert len(frames) == count
+    return set(frames)
+
+
+def strip_dht(jpeg: bytes) -> bytes:
+    """The JPEG without its DHT segments (what a UVC camera that omits them sends)."""
+    out, i = bytearray(jpeg[:2]), 2
+    while i < len(jpeg):
+        marker = jpeg[i:i + 2]
+        if marker == b"\xff\xda":
+            out += jpeg[i:]
+            break
+        length = int.from_bytes(jpeg[i + 2:i + 4], "big")
+        if marker != DHT:
+            out += jpeg[i:i + 2 + length]
+        i += 2 + length
+    return bytes(out)
+
+
+def test_mjpeg_is_stored_as_the_camera_sent_it(make_daemon, tmp_path):
+    sent = camera_frames(tmp_path)
+    d = camera_daemon(make_daemon)
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["format"] == "mjpeg"
+    assert status["camera"]["name"] == "Emulated UVC Camera"
+    assert status["camera"]["device"] == "/dev/video0"
+    record = d.snap()
+    _, _, jpeg = d.request("GET", record["url"])
+    assert jpeg in sent, "passthrough: byte for byte one of the camera's frames"
+    assert djpeg_size(jpeg) == (640, 480)
+
+
+def test_mjpeg_without_huffman_tables_gets_the_standard_ones(make_daemon, tmp_path):
+    sent = camera_frames(tmp_path, mjpeg_no_dht=True)
+    assert all(DHT not in frame for frame in sent)
+    d = camera_daemon(make_daemon, mjpeg_no_dht=True)
+    record = d.snap()
+    _, _, jpeg = d.request("GET", record["url"])
+    assert DHT in jpeg
+    assert strip_dht(jpeg) in sent, "the camera's bytes plus the tables, nothing else changed"
+    assert djpeg_size(jpeg) == (640, 480)
+
+
+def test_corrupt_frames_are_dropped_and_counted(make_daemon):
+    d = camera_daemon(make_daemon, corrupt_every=3)
+    for _ in range(5):
+        record = d.snap()
+        _, _, jpeg = d.request("GET", record["url"])
+        assert jpeg.endswith(EOI) and djpeg_size(jpeg) == (640, 480)
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["corrupt_frames"] > 0
+
+
+def test_yuyv_is_encoded_and_looks_like_the_camera_picture(make_daemon, tmp_path):
+    d = camera_daemon(make_daemon, ["--camera-formats", "yuyv"])
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["format"] == "yuyv"
+    record = d.snap()
+    _, _, jpeg = d.request("GET", record["url"])
+    assert djpeg_size(jpeg) == (640, 480)
+    ppm = subprocess.run(["djpeg", "-pnm"], input=jpeg, capture_output=True, check=True).stdout
+    pixels = ppm.split(b"\n", 3)[3]
+
+    def rgb(x, y):
+        i = (y * 640 + x) * 3
+        return tuple(pixels[i:i + 3])
+
+    # 75% colour bars, expanded to full range: white, yellow, cyan, green, magenta, red, blue,
+    # black. Sampled near the bottom, away from the band moving down from the top.
+    expected = [(191, 191, 191), (191, 191, 0), (0, 191, 191), (0, 191, 0), (191, 0, 191), (191, 0, 0),
+                (0, 0, 191), (0, 0, 0)]
+    samples = [rgb(40 + 80 * bar, 470) for bar in range(8)]
+    for got, want in zip(samples, expected):
+        assert all(abs(g - w) <= 24 for g, w in zip(got, want)), (samples, expected)
+
+
+def test_format_falls_back_when_the_preferred_one_is_missing(make_daemon):
+    d = camera_daemon(make_daemon, formats="yuyv")  # mjpeg is first in camera_formats
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["format"] == "yuyv"
+    assert djpeg_size(d.request("GET", d.snap()["url"])[2]) == (640, 480)
+
+
+def test_controls_can_be_read_and_set(make_daemon):
+    d = camera_daemon(make_daemon)
+    status, _, body = d.json("GET", "/camera/controls")
+    assert status == 200
+    controls = {c["name"]: c for c in body["controls"]}
+    brightness = controls["brightness"]
+    assert (brightness["minimum"], brightness["maximum"], brightness["default_value"]) == (-64, 64, 0)
+    status, _, body = d.json("PATCH", "/camera/controls", body=b'{"brightness": 10}')
+    assert status == 200
+    assert {c["name"]: c for c in body["controls"]}["brightness"]["value"] == 10
+    assert {c["name"]: c for c in d.json("GET", "/camera/controls")[2]["controls"]}["brightness"]["value"] == 10
+    status, _, body = d.json("PATCH", "/camera/controls", body=b'{"brightness": 1000}')
+    assert status == 400 and "brightness" in body["detail"] and "64" in body["detail"]
+    status, _, body = d.json("PATCH", "/camera/controls", body=b'{"sharpness_of_wit": 1}')
+    assert status == 400 and "sharpness_of_wit" in body["detail"]
+
+
+def test_cameras_lists_the_device_in_use(make_daemon):
+    d = camera_daemon(make_daemon)
+    status, _, listing = d.json("GET", "/cameras")
+    assert status == 200 and listing["in_use"] == "/dev/video0"
+    camera = next(c for c in listing["cameras"] if c["path"] == "/dev/video0")
+    assert camera["in_use"] is True and camera["driver"] == "uvcvideo"
+    formats = {f["fourcc"]: f for f in camera["formats"]}
+    assert {"MJPG", "YUYV"} <= set(formats)
+    assert {(s["width"], s["height"]) for s in formats["YUYV"]["sizes"]} >= {(640, 480), (1280, 720), (1920, 1080)}
+
+
+def test_auto_finds_the_camera(make_daemon):
+    d = make_daemon(["--size", "640x480"], env=emucam_env())
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["device"] == "/dev/video0"
+    assert any("using the first V4L2 capture device" in line for line in d.log_lines)
+
+
+def test_unplug_and_return(make_daemon):
+    d = camera_daemon(make_daemon, unplug_after=60, unplug_seconds=2)
+    assert d.snap()
+    # The camera vanishes after about two seconds of frames; HTTP keeps being served.
+    health = wait_for(lambda: (lambda h: h if h[0] == 503 else None)(d.json("GET", "/healthz")))
+    assert health[2]["status"] == "degraded" and health[2]["reason"]
+    status, headers, body = d.json("POST", "/snap")
+    assert status == 503 and body["error"] == "camera unavailable" and headers["retry-after"]
+    status, _, jpeg = d.request("GET", "/preview.jpg")
+    assert status == 200 and djpeg_size(jpeg) == (640, 480), "the no-signal frame"
+    assert d.request("GET", "/library")[0] == 200
+    gone = time.monotonic()
+    # It returns after two seconds; snaps work again within two seconds of that.
+    wait_for(lambda: d.request("GET", "/healthz")[0] == 200, timeout=10)
+    back = time.monotonic()
+    assert back - gone < 2 + 2 + 0.5, back - gone
+    assert d.snap()
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["reopens"] >= 1
+    # Logged once each, not once per retry.
+    assert len([l for l in d.log_lines if "camera failed" in l]) <= 2
+    assert len([l for l in d.log_lines if "camera recovered" in l]) == 1
+
+
+def test_a_stalled_camera_is_reopened(make_daemon):
+    d = camera_daemon(make_daemon, stall_after=40)
+    # It stalls after 40 frames of every stream, so it keeps failing and being reopened:
+    # catch it while frames flow again and snap then.
+    wait_for(lambda: d.json("GET", "/status")[2]["camera"]["reopens"] >= 1, timeout=15)
+    assert any("stall" in line for line in d.log_lines if "camera failed" in line)
+    wait_for(lambda: d.request("GET", "/healthz")[0] == 200, timeout=15, step=0.02)
+    assert d.json("POST", "/snap")[0] == 201
+
+
+@pytest.mark.parametrize("error, words", [("EACCES", "video"), ("EBUSY", "another program")])
+def test_open_errors_say_what_to_do(make_daemon, error, words):
+    d = camera_daemon(make_daemon, open_error=error)
+    status, _, health = d.json("GET", "/healthz")
+    if status == 200:
+        status, _, health = wait_for(lambda: (lambda h: h if h[0] == 503 else None)(d.json("GET", "/healthz")))
+    assert status == 503 and words in health["reason"], health
+    status, _, body = d.json("POST", "/snap")
+    assert status == 503 and words in body["detail"]
+    assert any(words in line for line in d.log_lines)
