@@ -23,6 +23,18 @@ struct QueryParameters {
         self.values = values
     }
 
+    /// A boolean parameter (`true`/`false`, `1`/`0`), or nil if absent; 400 if it is anything else.
+    func boolean(_ name: String) throws -> Bool? {
+        guard let text = values[name] else { return nil }
+        switch text.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default:
+            throw HTTPError(
+                .badRequest, "invalid parameter", detail: "\(name) must be true or false, not '\(text)'")
+        }
+    }
+
     /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = values[name] else { return nil }

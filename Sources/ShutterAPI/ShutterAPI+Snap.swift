@@ -22,15 +22,23 @@ extension ShutterAPI {
             ])
     }
 
-    /// `GET /preview.jpg`: the newest frame (at most one frame interval old), not stored.
+    /// `GET /preview.jpg`: the newest frame (at most one frame interval old), not stored;
+    /// with `fresh=true`, the first frame captured after the request, so a client fetching in a
+    /// loop gets each frame once instead of the same one again.
     func preview(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try QueryParameters(request, allowed: [])
+        let arrived = clock.monotonicNow()
+        let query = try QueryParameters(request, allowed: ["fresh"])
         let interval = UInt64(1_000_000_000 / max(1, capture.status.mode.fps))
         let frame: EncodedFrame
         do {
-            frame = try await capture.recentFrame(
-                maxAgeNanoseconds: interval, now: clock.monotonicNow(),
-                timeoutMilliseconds: configuration.snapTimeoutMilliseconds)
+            if try query.boolean("fresh") == true {
+                frame = try await capture.frame(
+                    capturedAtOrAfter: arrived, timeoutMilliseconds: configuration.snapTimeoutMilliseconds)
+            } else {
+                frame = try await capture.recentFrame(
+                    maxAgeNanoseconds: interval, now: arrived,
+                    timeoutMilliseconds: configuration.snapTimeoutMilliseconds)
+            }
         } catch let error as CaptureError {
             throw cameraUnavailable(error)
         }

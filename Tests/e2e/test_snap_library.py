@@ -191,3 +191,16 @@ def test_cameras_and_controls_on_the_test_pattern(daemon):
         status, _, body = daemon.json("PATCH", "/camera/controls", body=bad)
         assert status == 400, bad
         assert body["detail"]
+
+
+def test_fresh_preview_waits_for_a_new_frame(make_daemon):
+    d = make_daemon(["--size", "320x240", "--fps", "10"])
+    _, first, _ = d.request("GET", "/preview.jpg")
+    _, again, _ = d.request("GET", "/preview.jpg")
+    # Within one frame interval the plain preview may answer with the same frame...
+    _, fresh, _ = d.request("GET", "/preview.jpg?fresh=true")
+    # ...but a fresh one is always a frame captured after the request.
+    assert int(fresh["x-frame-sequence"]) > int(again["x-frame-sequence"])
+    _, fresher, _ = d.request("GET", "/preview.jpg?fresh=1")
+    assert int(fresher["x-frame-sequence"]) > int(fresh["x-frame-sequence"])
+    assert d.request("GET", "/preview.jpg?fresh=maybe")[0] == 400
