@@ -5,7 +5,8 @@
    and for YUYV encoded on the CPU. ustreamer encodes every captured frame whether or not
    anyone watches; shutterd encodes only frames someone waits for, so it is measured twice:
    idle (nobody asks: the cost of capture alone) and busy (a client fetching
-   /preview.jpg?fresh=true in a loop, so nearly every frame is encoded and served once).
+   /preview.jpg?fresh=true in a loop, so nearly every frame is encoded and served once); ustreamer
+   is measured alone and with one viewer of its /stream.
 2. The unthrottled YUYV encode rate (benchmarks/EncodeBenchmark: YUYV -> planar 4:2:2 -> JPEG)
    against tjbench compressing planar YUV 4:2:2, on the same 1280x720 picture.
 
@@ -104,7 +105,18 @@ def measure_shutterd(fmt, seconds, busy):
         subprocess.run(["rm", "-rf", data])
 
 
-def measure_ustreamer(fmt, seconds):
+def read_stream(port, stop):
+    """A viewer of ustreamer's MJPEG stream, reading every byte as it comes."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", "/stream")
+    response = conn.getresponse()
+    while not stop.is_set():
+        if not response.read1(65536):
+            break
+    conn.close()
+
+
+def measure_ustreamer(fmt, seconds, busy=False):
     port = free_port()
     encoder = "HW" if fmt == "MJPEG" else "CPU"
     process = subprocess.Popen(
@@ -124,6 +136,11 @@ def measure_ustreamer(fmt, seconds):
                 raise SystemExit("ustreamer did not come online")
             time.sleep(0.1)
         time.sleep(1.5)
+        stop = threading.Event()
+        viewer = threading.Thread(target=read_stream, args=(port, stop))
+        if busy:
+            viewer.start()
+            time.sleep(1)
         cpu0 = cpu_seconds(process.pid)
         t0 = time.monotonic()
         fps = []
@@ -131,6 +148,9 @@ def measure_ustreamer(fmt, seconds):
             time.sleep(1)
             fps.append(get_json(f"http://127.0.0.1:{port}/state")["result"]["source"]["captured_fps"])
         cpu = cpu_seconds(process.pid) - cpu0
+        stop.set()
+        if busy:
+            viewer.join()
         frames = sum(fps)
         return {"cpu_s": round(cpu, 3), "frames": frames, "cpu_ms_per_frame": round(1000 * cpu / max(frames, 1), 3),
                 "core_percent": round(100 * cpu / seconds, 1), "encoder": encoder}
@@ -182,10 +202,14 @@ def main():
     results = {"camera": "emulated UVC, 1280x720, 30 fps"}
     for fmt, ours in (("MJPEG", "mjpeg"), ("YUYV", "yuyv")):
         theirs = measure_ustreamer(fmt, args.seconds)
+        theirs_busy = measure_ustreamer(fmt, args.seconds, busy=True)
         busy = measure_shutterd(ours, args.seconds, busy=True)
         idle = measure_shutterd(ours, args.seconds, busy=False)
-        results[ours] = {"ustreamer": theirs, "shutterd_busy": busy, "shutterd_idle": idle,
-                         "busy_cpu_per_frame_ratio": round(busy["cpu_ms_per_frame"] / theirs["cpu_ms_per_frame"], 3)}
+        results[ours] = {
+            "ustreamer": theirs, "ustreamer_streaming": theirs_busy, "shutterd_busy": busy, "shutterd_idle": idle,
+            "busy_vs_ustreamer_idle": round(busy["cpu_ms_per_frame"] / theirs["cpu_ms_per_frame"], 3),
+            "busy_vs_ustreamer_streaming": round(busy["cpu_ms_per_frame"] / theirs_busy["cpu_ms_per_frame"], 3),
+        }
     results["encode_rate"] = encode_rates(5)
     json.dump(results, sys.stdout, indent=2)
     print()
