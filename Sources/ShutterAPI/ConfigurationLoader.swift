@@ -108,7 +108,7 @@ public enum ConfigurationLoader {
     }
 }
 
-/// A JSON scalar from the config file, kept as the text the key readers parse.
+/// A JSON scalar from a config file or a request body.
 enum JSONValue: Decodable {
     case string(String)
     case number(Double)
@@ -125,6 +125,16 @@ enum JSONValue: Decodable {
         }
     }
 
+    /// The value as a whole number: an integral number, or a boolean as 1 or 0.
+    var integer: Int? {
+        switch self {
+        case .bool(let bool): return bool ? 1 : 0
+        case .number(let number): return number == number.rounded() && abs(number) < 1e9 ? Int(number) : nil
+        case .string: return nil
+        }
+    }
+
+    /// The value as the text the configuration key readers parse.
     var text: String {
         switch self {
         case .string(let text): return text

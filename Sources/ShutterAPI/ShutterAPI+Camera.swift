@@ -73,7 +73,7 @@ extension ShutterAPI {
     static func decodeControlValues(_ body: [UInt8]) throws -> [String: Int] {
         let expected = #"send a JSON object of control names and whole numbers, e.g. {"brightness": 10}"#
         guard !body.isEmpty,
-            let object = try? JSONDecoder().decode([String: ControlValue].self, from: Data(body)),
+            let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
             !object.isEmpty
         else {
             throw HTTPError(.badRequest, "invalid body", detail: expected)
@@ -93,28 +93,5 @@ extension ShutterAPI {
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-}
-
-/// A control value in a PATCH body: a whole number, or a boolean meaning 1 or 0.
-private enum ControlValue: Decodable {
-    case number(Double)
-    case bool(Bool)
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let bool = try? container.decode(Bool.self) {
-            self = .bool(bool)
-        } else {
-            self = .number(try container.decode(Double.self))
-        }
-    }
-
-    var integer: Int? {
-        switch self {
-        case .bool(let bool): return bool ? 1 : 0
-        case .number(let number):
-            return number == number.rounded() && abs(number) < 1e9 ? Int(number) : nil
-        }
     }
 }

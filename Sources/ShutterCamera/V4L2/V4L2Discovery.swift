@@ -15,32 +15,26 @@ public enum V4L2Discovery {
     public static func captureDevices(directory: String = "/dev", logger: Logger? = nil)
         -> [CameraDescription]
     {
-        devicePaths(in: directory).compactMap { path in
-            do {
-                return try describe(path: path)
-            } catch CameraError.permissionDenied(let path, let message) {
-                logger?.warning("cannot open a video device", ["device": path, "error": message])
-            } catch {
-                logger?.debug(
-                    "skipping a video device", ["device": path, "error": String(describing: error)])
-            }
-            return nil
-        }
+        devicePaths(in: directory).compactMap { describeLoggingFailures(path: $0, logger: logger) }
     }
 
     /// The capture device with the lowest node number, if there is one.
     public static func firstCaptureDevice(directory: String = "/dev", logger: Logger? = nil)
         -> CameraDescription?
     {
-        for path in devicePaths(in: directory) {
-            do {
-                if let description = try describe(path: path) { return description }
-            } catch CameraError.permissionDenied(let path, let message) {
-                logger?.warning("cannot open a video device", ["device": path, "error": message])
-            } catch {
-                logger?.debug(
-                    "skipping a video device", ["device": path, "error": String(describing: error)])
-            }
+        // Lazily, so nodes after the first capture device are never opened.
+        devicePaths(in: directory).lazy.compactMap { describeLoggingFailures(path: $0, logger: logger) }.first
+    }
+
+    /// `describe(path:)`, with a node that cannot be opened logged (a warning when permission is
+    /// missing, since that hides a real camera) and left out.
+    private static func describeLoggingFailures(path: String, logger: Logger?) -> CameraDescription? {
+        do {
+            return try describe(path: path)
+        } catch CameraError.permissionDenied(let path, let message) {
+            logger?.warning("cannot open a video device", ["device": path, "error": message])
+        } catch {
+            logger?.debug("skipping a video device", ["device": path, "error": String(describing: error)])
         }
         return nil
     }
