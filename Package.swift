@@ -22,6 +22,11 @@ let package = Package(
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
+        // Converts the pixel formats Shutter does not read itself (RGB, Bayer, vendor formats)
+        // to YU12; its ioctls are routed through glibc (see shim.h) so tests can emulate the camera.
+        .systemLibrary(
+            name: "CV4LConvert", pkgConfig: "libv4lconvert",
+            providers: [.apt(["libv4l-dev"])]),
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -35,7 +40,10 @@ let package = Package(
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux"]),
         .target(
-            name: "ShutterCamera", dependencies: ["ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2"]),
+            name: "ShutterCamera",
+            dependencies: [
+                "ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2", "CV4LConvert",
+            ]),
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
         .target(
             name: "ShutterAPI",

@@ -82,6 +82,10 @@ public protocol ControllableCamera: AnyObject {
 }
 
 extension V4L2CameraSource: FrameDropCounting, ControllableCamera {
-    /// The negotiated V4L2 format's name, or the most wanted one before `start()`.
-    public var pixelFormatName: String { (pixelFormat ?? formatPreference.first)?.rawValue ?? "unknown" }
+    /// The negotiated V4L2 format's name (`rgb24 via libv4lconvert` for a converted one), or the
+    /// most wanted one before `start()`.
+    public var pixelFormatName: String {
+        if let convertedFourCC { return "\(V4LConverter.formatName(convertedFourCC)) via libv4lconvert" }
+        return (pixelFormat ?? formatPreference.first)?.rawValue ?? "unknown"
+    }
 }

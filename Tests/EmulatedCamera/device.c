@@ -180,10 +180,22 @@ static void nearest_size(uint32_t width, uint32_t height, uint32_t *out_width,
     }
 }
 
-static uint32_t size_image(uint32_t width, uint32_t height) {
-    /* YUYV is 2 bytes a pixel; UVC cameras report the same maximum for MJPEG
-     * (dwMaxVideoFrameBufferSize), which a JPEG of this pattern never comes near. */
-    return width * height * 2;
+static uint32_t size_image(uint32_t pixelformat, uint32_t width, uint32_t height) {
+    /* RGB24 is 3 bytes a pixel, YUYV 2; UVC cameras report YUYV's size as the maximum for
+     * MJPEG (dwMaxVideoFrameBufferSize), which a JPEG of this pattern never comes near. */
+    return width * height * (pixelformat == V4L2_PIX_FMT_RGB24 ? 3 : 2);
+}
+
+/* V4L2 API "Image Formats": bytesperline is 0 for compressed formats. */
+static uint32_t bytes_per_line(uint32_t pixelformat, uint32_t width) {
+    switch (pixelformat) {
+    case V4L2_PIX_FMT_YUYV:
+        return width * 2;
+    case V4L2_PIX_FMT_RGB24:
+        return width * 3;
+    default:
+        return 0;
+    }
 }
 
 static void fill_pix_format(struct v4l2_pix_format *pix, uint32_t pixelformat, uint32_t width,
@@ -193,9 +205,8 @@ static void fill_pix_format(struct v4l2_pix_format *pix, uint32_t pixelformat, u
     pix->height = height;
     pix->pixelformat = pixelformat;
     pix->field = V4L2_FIELD_NONE;
-    /* V4L2 API "Image Formats": bytesperline is 0 for compressed formats. */
-    pix->bytesperline = pixelformat == V4L2_PIX_FMT_YUYV ? width * 2 : 0;
-    pix->sizeimage = size_image(width, height);
+    pix->bytesperline = bytes_per_line(pixelformat, width);
+    pix->sizeimage = size_image(pixelformat, width, height);
     /* UVC's default colour matching descriptor means sRGB primaries (uvc_driver.c). */
     pix->colorspace = V4L2_COLORSPACE_SRGB;
     /* V4L2 API "Single-planar format structure": with V4L2_CAP_EXT_PIX_FORMAT the core sets
@@ -777,6 +788,9 @@ static int enum_format(struct v4l2_fmtdesc *description) {
         description->flags = V4L2_FMT_FLAG_COMPRESSED;
         strncpy((char *)description->description, "Motion-JPEG",
                 sizeof description->description - 1);
+    } else if (format == V4L2_PIX_FMT_RGB24) {
+        strncpy((char *)description->description, "24-bit RGB 8-8-8",
+                sizeof description->description - 1);
     } else {
         strncpy((char *)description->description, "YUYV 4:2:2",
                 sizeof description->description - 1);
@@ -909,7 +923,7 @@ static int request_buffers(struct handle *handle, struct v4l2_requestbuffers *re
     }
     unsigned count = request->count > EMU_MAX_BUFFERS ? EMU_MAX_BUFFERS : request->count;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uint32_t length = size_image(device->width, device->height);
+    uint32_t length = size_image(device->pixelformat, device->width, device->height);
     size_t stride = (length + page - 1) / page * page;
     int memfd = memfd_create("emucam-buffers", MFD_CLOEXEC);
     if (memfd < 0) {

@@ -36,7 +36,7 @@ enum {
     /* Concurrently open emulated file descriptors in one process (v4l2-compliance opens
      * 100 to check that opens are not limited). */
     EMU_MAX_HANDLES = 256,
-    EMU_MAX_FORMATS = 2,
+    EMU_MAX_FORMATS = 3,
     /* 30, 15 and 5 fps plus EMUCAM_FPS when it is none of those. */
     EMU_MAX_RATES = 4,
     EMU_SIZE_COUNT = 3,

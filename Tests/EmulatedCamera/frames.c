@@ -1,10 +1,11 @@
 /*
  * The picture: eight 75% colour bars with a white band moving down one step per frame, the
- * brightness, contrast and saturation controls applied, as YUYV or as a real JPEG.
+ * brightness, contrast and saturation controls applied, as YUYV, RGB24 or a real JPEG.
  *
  * YUYV samples are limited range ("video levels", Y' 16...235, Cb/Cr 16...240) as UVC cameras
  * deliver (V4L2 API "Colorspaces": V4L2_QUANTIZATION_DEFAULT for Y'CbCr is limited range).
  * JPEG (JFIF) samples are full range, so the MJPEG planes are expanded before encoding.
+ * RGB24 is full-range R'G'B', the limited-range BT.601 colours converted once per template row.
  */
 #include "emucam.h"
 
@@ -105,6 +106,68 @@ static size_t render_yuyv(const struct emu_frame_request *request, uint8_t *dst,
         pair[1] = (uint8_t)band.cb;
         pair[2] = (uint8_t)band.y;
         pair[3] = (uint8_t)band.cr;
+    }
+    uint32_t top, bottom;
+    band_rows(request, &top, &bottom);
+    for (uint32_t y = 0; y < request->height; y++) {
+        memcpy(dst + row_bytes * y, (y >= top && y < bottom) ? band_row : bars_row, row_bytes);
+    }
+    free(bars_row);
+    free(band_row);
+    return size;
+}
+
+struct rgb {
+    uint8_t r, g, b;
+};
+
+/* BT.601 limited-range Y'CbCr to full-range R'G'B' (the inverse of the matrix in ITU-R
+ * BT.601 section 2.5), rounded to nearest. */
+static struct rgb to_rgb(struct ycbcr colour) {
+    double y = (colour.y - 16) * 255.0 / 219.0;
+    double cb = (colour.cb - 128) * 255.0 / 224.0;
+    double cr = (colour.cr - 128) * 255.0 / 224.0;
+    struct rgb out;
+    out.r = (uint8_t)clamp((int)(y + 1.402 * cr + 0.5), 0, 255);
+    out.g = (uint8_t)clamp((int)(y - 0.344136 * cb - 0.714136 * cr + 0.5), 0, 255);
+    out.b = (uint8_t)clamp((int)(y + 1.772 * cb + 0.5), 0, 255);
+    return out;
+}
+
+/* V4L2_PIX_FMT_RGB24 ('RGB3'): R, G, B bytes per pixel, bytesperline = 3 x width. */
+static size_t render_rgb24(const struct emu_frame_request *request, uint8_t *dst,
+                           size_t capacity, bool *error) {
+    uint32_t width = request->width;
+    size_t row_bytes = (size_t)width * 3;
+    size_t size = row_bytes * request->height;
+    if (size > capacity) {
+        *error = true;
+        return 0;
+    }
+    uint8_t *bars_row = malloc(row_bytes);
+    uint8_t *band_row = malloc(row_bytes);
+    if (bars_row == NULL || band_row == NULL) {
+        free(bars_row);
+        free(band_row);
+        *error = true;
+        return 0;
+    }
+    struct rgb band = to_rgb(adjust(band_colour, request));
+    struct rgb colours[8];
+    for (int i = 0; i < 8; i++) {
+        colours[i] = to_rgb(adjust(bar_colours[i], request));
+    }
+    for (uint32_t x = 0; x < width; x++) {
+        /* Pairs share a bar, as in YUYV, so the bar edges fall on the same pixels. */
+        struct rgb bar = colours[(uint64_t)(x & ~1u) * 8 / width];
+        uint8_t *pixel = bars_row + (size_t)x * 3;
+        pixel[0] = bar.r;
+        pixel[1] = bar.g;
+        pixel[2] = bar.b;
+        pixel = band_row + (size_t)x * 3;
+        pixel[0] = band.r;
+        pixel[1] = band.g;
+        pixel[2] = band.b;
     }
     uint32_t top, bottom;
     band_rows(request, &top, &bottom);
@@ -289,6 +352,9 @@ size_t emu_frame_render(struct emu_frame_source *source, const struct emu_frame_
     *error = false;
     if (request->pixelformat == V4L2_PIX_FMT_MJPEG) {
         return render_mjpeg(source, request, dst, capacity, error);
+    }
+    if (request->pixelformat == V4L2_PIX_FMT_RGB24) {
+        return render_rgb24(request, dst, capacity, error);
     }
     return render_yuyv(request, dst, capacity, error);
 }

@@ -116,7 +116,7 @@ static void load_formats(void) {
     }
     char copy[64];
     if (strlen(text) >= sizeof copy) {
-        reject("EMUCAM_FORMATS", text, "a list of mjpeg and yuyv");
+        reject("EMUCAM_FORMATS", text, "a list of mjpeg, yuyv and rgb24");
     }
     strcpy(copy, text);
     emu_knobs.format_count = 0;
@@ -128,8 +128,10 @@ static void load_formats(void) {
             format = V4L2_PIX_FMT_MJPEG;
         } else if (strcasecmp(item, "yuyv") == 0) {
             format = V4L2_PIX_FMT_YUYV;
+        } else if (strcasecmp(item, "rgb24") == 0 || strcasecmp(item, "rgb3") == 0) {
+            format = V4L2_PIX_FMT_RGB24;
         } else {
-            reject("EMUCAM_FORMATS", text, "a list of mjpeg and yuyv");
+            reject("EMUCAM_FORMATS", text, "a list of mjpeg, yuyv and rgb24");
             return;
         }
         for (unsigned i = 0; i < emu_knobs.format_count; i++) {
@@ -140,7 +142,7 @@ static void load_formats(void) {
         emu_knobs.formats[emu_knobs.format_count++] = format;
     }
     if (emu_knobs.format_count == 0) {
-        reject("EMUCAM_FORMATS", text, "a list of mjpeg and yuyv");
+        reject("EMUCAM_FORMATS", text, "a list of mjpeg, yuyv and rgb24");
     }
 }
 

@@ -110,6 +110,12 @@ def test_formats_knob_restricts_and_reorders_and_fps_knob_sets_the_default_rate(
     assert re.findall(r"'(\w+)'", run(["v4l2-ctl", "--list-formats"], formats="yuyv").stdout) == ["YUYV"]
 
 
+def test_formats_knob_offers_rgb24():
+    listed = run(["v4l2-ctl", "--list-formats"], formats="rgb24,yuyv").stdout
+    assert re.findall(r"'(\w+)'", listed) == ["RGB3", "YUYV"]
+    assert re.findall(r"'(\w+)'", run(["v4l2-ctl", "--list-formats"], formats="rgb24").stdout) == ["RGB3"]
+
+
 def test_device_is_listed_and_looks_like_a_video_node():
     listed = run(["v4l2-ctl", "--list-devices"])
     assert listed.returncode == 0, listed.stderr

@@ -112,6 +112,29 @@ def test_yuyv_is_encoded_and_looks_like_the_camera_picture(make_daemon, tmp_path
         assert all(abs(g - w) <= 24 for g, w in zip(got, want)), (samples, expected)
 
 
+def test_rgb24_is_converted_by_libv4lconvert_and_looks_like_the_camera_picture(make_daemon):
+    # No format Shutter reads itself: libv4lconvert turns RGB24 into YU12 for the encoder. Its
+    # ioctls must reach the emulated camera through glibc, or it would not find the format.
+    d = camera_daemon(make_daemon, formats="rgb24")
+    _, _, status = d.json("GET", "/status")
+    assert "rgb24" in status["camera"]["format"] and "libv4lconvert" in status["camera"]["format"]
+    record = d.snap()
+    _, _, jpeg = d.request("GET", record["url"])
+    assert djpeg_size(jpeg) == (640, 480)
+    ppm = subprocess.run(["djpeg", "-pnm"], input=jpeg, capture_output=True, check=True).stdout
+    pixels = ppm.split(b"\n", 3)[3]
+
+    def rgb(x, y):
+        i = (y * 640 + x) * 3
+        return tuple(pixels[i:i + 3])
+
+    expected = [(191, 191, 191), (191, 191, 0), (0, 191, 191), (0, 191, 0), (191, 0, 191), (191, 0, 0),
+                (0, 0, 191), (0, 0, 0)]
+    samples = [rgb(40 + 80 * bar, 470) for bar in range(8)]
+    for got, want in zip(samples, expected):
+        assert all(abs(g - w) <= 24 for g, w in zip(got, want)), (samples, expected)
+
+
 def test_format_falls_back_when_the_preferred_one_is_missing(make_daemon):
     d = camera_daemon(make_daemon, formats="yuyv")  # mjpeg is first in camera_formats
     _, _, status = d.json("GET", "/status")

@@ -8,7 +8,8 @@ import ShutterSystem
 /// A V4L2 camera (any UVC webcam) read with memory-mapped streaming I/O.
 ///
 /// `start` negotiates a format (MJPEG passed through when offered at the requested size, else
-/// YUYV, NV12 or YU12 rearranged into planar Y'CbCr), `nextFrame` waits with `poll` and copies each
+/// YUYV, NV12 or YU12 rearranged into planar Y'CbCr; any other format converted to YU12 by
+/// libv4lconvert), `nextFrame` waits with `poll` and copies each
 /// frame out of its buffer, which goes straight back to the driver. After a throw from
 /// `nextFrame` the owner calls `stop()` and later `start()` again; that reopens the device.
 ///
@@ -25,8 +26,10 @@ public final class V4L2CameraSource: CameraSource {
     public let warmupMilliseconds: Int
     /// The negotiated size and rate after `start`; the requested mode before.
     public private(set) var mode: CameraMode
-    /// The negotiated pixel format after `start`.
+    /// The negotiated pixel format after `start` (`.yuv420` when libv4lconvert converts to it).
     public private(set) var pixelFormat: PixelFormat?
+    /// The camera's own format when libv4lconvert converts it, nil when Shutter reads it natively.
+    public private(set) var convertedFourCC: UInt32?
     /// The driver's name for the camera, once it has been opened.
     public private(set) var cardName: String?
     /// Frames dropped because they were damaged (bad JPEG, short, or flagged by the driver), since init.
@@ -52,7 +55,10 @@ public final class V4L2CameraSource: CameraSource {
     private final class Session {
         let device: V4L2Device
         let buffers: [UnsafeMutableRawBufferPointer]
-        var decoder: V4L2FrameDecoder
+        /// Exactly one of `decoder` and `converter` is set. The decoder is optional rather than
+        /// wrapped in an enum so it is mutated in place and its image buffer is not copied.
+        var decoder: V4L2FrameDecoder?
+        let converter: V4LConverter?
         let frameTimeoutNanoseconds: UInt64
         let warmupEnds: MonotonicInstant
         var sequencer = FrameSequencer()
@@ -60,12 +66,19 @@ public final class V4L2CameraSource: CameraSource {
         var lastCorruption: String?
 
         init(
-            device: V4L2Device, buffers: [UnsafeMutableRawBufferPointer], decoder: V4L2FrameDecoder,
+            device: V4L2Device, buffers: [UnsafeMutableRawBufferPointer], frames: Negotiated.Frames,
             frameTimeoutNanoseconds: UInt64, warmupEnds: MonotonicInstant
         ) {
             self.device = device
             self.buffers = buffers
-            self.decoder = decoder
+            switch frames {
+            case .native(let decoder):
+                self.decoder = decoder
+                self.converter = nil
+            case .converted(let converter):
+                self.decoder = nil
+                self.converter = converter
+            }
             self.frameTimeoutNanoseconds = frameTimeoutNanoseconds
             self.warmupEnds = warmupEnds
         }
@@ -95,13 +108,16 @@ public final class V4L2CameraSource: CameraSource {
     /// calling it again while started does nothing.
     ///
     /// Throws `CameraError.permissionDenied`, `.busy`, `.disconnected`, or `.unsupported` when the
-    /// node is not a streaming video capture device or offers none of `formatPreference`.
+    /// node is not a streaming video capture device, or offers none of `formatPreference` and
+    /// nothing libv4lconvert can convert.
     public func start() throws {
         guard session == nil else { return }
         let device = try V4L2Device.open(path)
         var buffers: [UnsafeMutableRawBufferPointer] = []
+        var converter: V4LConverter?
         do {
             let negotiated = try negotiate(device)
+            if case .converted(let created) = negotiated.frames { converter = created }
             applyRememberedControls(device)
             let count = try device.requestBuffers(count: Self.bufferCount)
             guard count > 0 else {
@@ -115,7 +131,7 @@ public final class V4L2CameraSource: CameraSource {
             try device.streamOn()
             let now = clock.monotonicNow()
             session = Session(
-                device: device, buffers: buffers, decoder: negotiated.decoder,
+                device: device, buffers: buffers, frames: negotiated.frames,
                 frameTimeoutNanoseconds: Self.frameTimeoutNanoseconds(fps: negotiated.fps),
                 warmupEnds: now.advanced(by: UInt64(warmupMilliseconds) * 1_000_000))
             hasStopped = false
@@ -124,10 +140,11 @@ public final class V4L2CameraSource: CameraSource {
                 [
                     "format": FourCC.string(negotiated.fourcc), "size": "\(mode.width)x\(mode.height)",
                     "fps": negotiated.fps.map { String($0) } ?? "unknown",
-                    "bytesperline": String(negotiated.decoder.bytesPerLine), "buffers": String(count),
+                    "bytesperline": String(negotiated.bytesPerLine), "buffers": String(count),
+                    "conversion": converter == nil ? "none" : "libv4lconvert to YU12",
                 ])
         } catch {
-            Self.release(device: device, buffers: buffers)
+            Self.release(device: device, buffers: buffers, converter: converter)
             throw error
         }
     }
@@ -224,8 +241,17 @@ public final class V4L2CameraSource: CameraSource {
 
     /// What `negotiate` settled on.
     private struct Negotiated {
+        /// How frames become images.
+        enum Frames {
+            /// Shutter reads the format itself.
+            case native(V4L2FrameDecoder)
+            /// libv4lconvert converts it to YU12.
+            case converted(V4LConverter)
+        }
+
         var fourcc: UInt32
-        var decoder: V4L2FrameDecoder
+        var frames: Frames
+        var bytesPerLine: Int
         var fps: Double?
     }
 
@@ -241,8 +267,13 @@ public final class V4L2CameraSource: CameraSource {
         let wanted = Set(formatPreference.flatMap(\.fourccs))
         let requestedSize = FrameSize(width: requested.width, height: requested.height)
         let offered = try device.offeredFormats(near: requestedSize, include: wanted.contains)
-        let choice = try FormatNegotiation.choose(
-            offered: offered, requested: requested, preference: formatPreference)
+        let choice: FormatNegotiation.Choice
+        do {
+            choice = try FormatNegotiation.choose(
+                offered: offered, requested: requested, preference: formatPreference)
+        } catch CameraError.unsupported(let reason) {
+            return try negotiateConversion(device, nativeFailure: reason)
+        }
         if !choice.isExactSize {
             logger.notice(
                 "the camera does not offer the requested size; using the closest",
@@ -256,7 +287,7 @@ public final class V4L2CameraSource: CameraSource {
                 "\(path) was asked for \(FourCC.string(choice.fourcc)) and chose \(FourCC.string(set.fourcc))"
             )
         }
-        let fps = try negotiateRate(device, choice: choice)
+        let fps = try negotiateRate(device, interval: choice.interval)
         // Read back after setting the rate too: the stride is whatever the driver holds now.
         let format = try device.format()
         guard format.width > 0, format.height > 0 else {
@@ -270,21 +301,79 @@ public final class V4L2CameraSource: CameraSource {
         let minimumStride = choice.pixelFormat == .yuyv ? (format.width + 1) / 2 * 4 : format.width
         let bytesPerLine = max(format.bytesPerLine, minimumStride)
         pixelFormat = choice.pixelFormat
+        convertedFourCC = nil
         mode = CameraMode(
             width: format.width, height: format.height, fps: fps.map { Int($0.rounded()) } ?? requested.fps)
         return Negotiated(
             fourcc: choice.fourcc,
-            decoder: V4L2FrameDecoder(
-                pixelFormat: choice.pixelFormat, width: format.width, height: format.height,
-                bytesPerLine: bytesPerLine),
-            fps: fps)
+            frames: .native(
+                V4L2FrameDecoder(
+                    pixelFormat: choice.pixelFormat, width: format.width, height: format.height,
+                    bytesPerLine: bytesPerLine)),
+            bytesPerLine: bytesPerLine, fps: fps)
+    }
+
+    /// Sets the camera to the format libv4lconvert picks for YU12 frames near the requested size,
+    /// for a camera that offers none of `formatPreference`.
+    ///
+    /// Throws `CameraError.unsupported` with both reasons when libv4lconvert cannot help either.
+    private func negotiateConversion(_ device: V4L2Device, nativeFailure: String) throws -> Negotiated {
+        let converter = try V4LConverter(descriptor: device.descriptor, path: path)
+        do {
+            var source: (fourcc: UInt32, width: Int, height: Int)
+            do {
+                source = try converter.sourceFormat(width: requested.width, height: requested.height)
+            } catch CameraError.unsupported(let reason) {
+                throw CameraError.unsupported("\(nativeFailure); \(reason)")
+            }
+            // libv4lconvert 1.22 (Debian 12) keeps a 64-bit mask of its source formats for UVC
+            // cameras but has more than 64, so some alias: for an RGB24 camera it names HSV24.
+            // A format the camera does not offer is that bug; its own first format is used instead.
+            let offered = try device.formats().map(\.fourcc)
+            if !offered.contains(source.fourcc), let first = offered.first {
+                logger.notice(
+                    "libv4lconvert named a format the camera does not offer; using the camera's first",
+                    ["named": FourCC.string(source.fourcc), "using": FourCC.string(first)])
+                source.fourcc = first
+            }
+            logger.notice(
+                "no format Shutter reads natively; converting with libv4lconvert",
+                [
+                    "format": FourCC.string(source.fourcc),
+                    "requested": "\(requested.width)x\(requested.height)",
+                    "chosen": "\(source.width)x\(source.height)",
+                ])
+            let set = try device.setFormat(
+                pixelFormat: source.fourcc, width: source.width, height: source.height)
+            guard set.fourcc == source.fourcc else {
+                throw CameraError.unsupported(
+                    "\(path) was asked for \(FourCC.string(source.fourcc)) and chose \(FourCC.string(set.fourcc))"
+                )
+            }
+            let rates = try device.frameIntervals(
+                pixelFormat: set.fourcc, width: set.width, height: set.height)
+            let fps = try negotiateRate(device, interval: rates.interval(closestTo: requested.fps))
+            let format = try device.format()
+            try converter.use(format)
+            pixelFormat = .yuv420
+            convertedFourCC = format.fourcc
+            mode = CameraMode(
+                width: format.width, height: format.height,
+                fps: fps.map { Int($0.rounded()) } ?? requested.fps)
+            return Negotiated(
+                fourcc: format.fourcc, frames: .converted(converter), bytesPerLine: format.bytesPerLine,
+                fps: fps)
+        } catch {
+            converter.close()
+            throw error
+        }
     }
 
     /// Sets the chosen frame interval when the driver allows it and returns the rate it runs at.
     ///
     /// vidioc-g-parm.rst: `timeperframe` can be set only with V4L2_CAP_TIMEPERFRAME, and the
     /// driver writes back the nearest interval it supports.
-    private func negotiateRate(_ device: V4L2Device, choice: FormatNegotiation.Choice) throws -> Double? {
+    private func negotiateRate(_ device: V4L2Device, interval: FrameInterval) throws -> Double? {
         let current = try device.frameInterval()
         guard current.isSettable else {
             logger.notice(
@@ -292,7 +381,7 @@ public final class V4L2CameraSource: CameraSource {
                 ["fps": current.interval?.fps.map { String($0) } ?? "unknown"])
             return current.interval?.fps
         }
-        let chosen = try device.setFrameInterval(choice.interval) ?? device.frameInterval().interval
+        let chosen = try device.setFrameInterval(interval) ?? device.frameInterval().interval
         if let fps = chosen?.fps, Int(fps.rounded()) != requested.fps {
             logger.notice(
                 "the camera runs at another rate", ["requested": String(requested.fps), "fps": String(fps)])
@@ -331,7 +420,8 @@ public final class V4L2CameraSource: CameraSource {
         }
         let memory = session.buffers[buffer.index]
         let bytes = UnsafeRawBufferPointer(rebasing: memory[0..<min(buffer.bytesUsed, memory.count)])
-        return session.decoder.decode(bytes)
+        if let converter = session.converter { return converter.convert(bytes) }
+        return session.decoder?.decode(bytes) ?? .corrupt("no decoder for the negotiated format")
     }
 
     /// The capture time of a buffer: its own timestamp when the driver took it on CLOCK_MONOTONIC
@@ -368,16 +458,20 @@ public final class V4L2CameraSource: CameraSource {
     }
 
     private static func release(_ session: Session) {
-        release(device: session.device, buffers: session.buffers)
+        release(device: session.device, buffers: session.buffers, converter: session.converter)
     }
 
     /// Undoes `start` in the order the kernel needs: STREAMOFF, munmap, then REQBUFS 0 (vb2
-    /// refuses to free buffers that are still mapped, vidioc-reqbufs.rst), then close. Errors
-    /// are ignored: the device may already be gone, and closing releases everything anyway.
-    private static func release(device: V4L2Device, buffers: [UnsafeMutableRawBufferPointer]) {
+    /// refuses to free buffers that are still mapped, vidioc-reqbufs.rst), then the converter,
+    /// then close. Errors are ignored: the device may already be gone, and closing releases
+    /// everything anyway.
+    private static func release(
+        device: V4L2Device, buffers: [UnsafeMutableRawBufferPointer], converter: V4LConverter? = nil
+    ) {
         try? device.streamOff()
         buffers.forEach(V4L2Device.unmapBuffer)
         if !buffers.isEmpty { _ = try? device.requestBuffers(count: 0) }
+        converter?.close()
         device.close()
     }
 }
