@@ -12,8 +12,9 @@ install_debian_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building shutterd needs: the C libraries it links (see Package.swift) and pkg-config.
-BUILD_PACKAGES=(pkg-config libturbojpeg0-dev libsqlite3-dev libssl-dev)
+# What building shutterd needs: the C libraries it links (see Package.swift), the kernel's V4L2
+# header (linux-libc-dev) and pkg-config.
+BUILD_PACKAGES=(pkg-config libturbojpeg0-dev libsqlite3-dev libssl-dev libv4l-dev linux-libc-dev)
 
 # Swift lives in /opt/swift on our machines; use it when it is not on PATH yet.
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
