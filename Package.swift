@@ -48,6 +48,8 @@ let package = Package(
         .target(
             name: "ShutterAPI",
             dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"]),
+        // Capture job specs and schedules: pure state machines with no I/O, driven by an injected clock.
+        .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterAPI"]),
         // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
         .executableTarget(
@@ -66,6 +68,7 @@ let package = Package(
         .testTarget(
             name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
         .testTarget(name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterTestSupport"]),
+        .testTarget(name: "ShutterJobsTests", dependencies: ["ShutterJobs", "ShutterTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
