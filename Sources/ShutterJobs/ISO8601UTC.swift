@@ -1,3 +1,5 @@
+import ShutterSystem
+
 /// A strict parser for the UTC timestamps the jobs API accepts, since FoundationEssentials has no
 /// DateFormatter: `2026-11-30T04:40:00Z` or `2026-11-30T04:40:00.000Z`, nothing else.
 public enum ISO8601UTC {
@@ -20,7 +22,7 @@ public enum ISO8601UTC {
         guard year >= 1970, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
             hour < 24, minute < 60, second < 60
         else { return nil }
-        let days = daysSince1970(year: year, month: month, day: day)
+        let days = Timestamp.daysSince1970(year: year, month: month, day: day)
         return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
     }
 
@@ -39,15 +41,5 @@ public enum ISO8601UTC {
         case 4, 6, 9, 11: return 30
         default: return 31
         }
-    }
-
-    // Howard Hinnant's days_from_civil; years are >= 1970 here, so no negative eras.
-    private static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = y / 400
-        let yoe = y - era * 400
-        let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

@@ -55,7 +55,7 @@ public enum Timestamp {
     }
 
     /// Days from 1970-01-01 to the given proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+    public static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = floorDivide(y, 400).0
         let yoe = y - era * 400
