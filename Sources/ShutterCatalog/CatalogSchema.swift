@@ -11,7 +11,7 @@ enum CatalogSchema {
 
     /// Every migration, in order; append new versions, never edit one that has shipped.
     ///
-    /// Version 2 is meant to add the jobs table; `media.job_id` already exists so that pictures
+    /// Version 2 adds the jobs table; `media.job_id` already existed in version 1 so that pictures
     /// taken before it need no rewrite.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
@@ -37,7 +37,29 @@ enum CatalogSchema {
                     -- (https://www.sqlite.org/queryplanner.html).
                     CREATE INDEX media_job_id ON media (job_id);
                     """)
-        }
+        },
+        Migration(version: 2) { database in
+            // Times are wall milliseconds: they must mean the same after a restart, which the
+            // monotonic clock's arbitrary origin does not. `spec` is the job spec's Codable JSON,
+            // so the catalog needs no knowledge of job kinds.
+            try database.execute(
+                sql: """
+                    CREATE TABLE jobs (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        spec TEXT NOT NULL,
+                        label TEXT,
+                        state TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        taken INTEGER NOT NULL DEFAULT 0 CHECK (taken >= 0),
+                        missed INTEGER NOT NULL DEFAULT 0 CHECK (missed >= 0),
+                        last_failure TEXT,
+                        finished_at INTEGER
+                    ) STRICT;
+                    -- Start-up resumes the unfinished jobs; this keeps that a lookup, not a scan.
+                    CREATE INDEX jobs_unfinished ON jobs (id) WHERE finished_at IS NULL;
+                    """)
+        },
     ]
 
     /// The version a fully migrated database has.

@@ -19,7 +19,8 @@ public actor MediaCatalog {
     public private(set) var changeCounter: UInt64 = 0
 
     private nonisolated let files: MediaDirectory
-    private let database: Database
+    // Internal so the jobs extension (MediaCatalog+Jobs.swift) shares this one connection.
+    let database: Database
     private let lock: DataDirectoryLock
     private let logger: Logger
     // The next id to hand out. Above every id in sqlite_sequence and in any file name, so an id is

@@ -1,0 +1,84 @@
+extension MediaCatalog {
+    static let jobColumns =
+        "id, spec, label, state, created_at, started_at, taken, missed, last_failure, finished_at"
+
+    /// Stores a new job and returns it with its id.
+    public func createJob(
+        specJSON: String, label: String?, state: String, createdAt: Int64, startedAt: Int64
+    ) throws -> JobRecord {
+        do {
+            let id = try database.inTransaction {
+                try database.cachedStatement(
+                    sql:
+                        "INSERT INTO jobs (spec, label, state, created_at, started_at) VALUES (?, ?, ?, ?, ?)"
+                ).execute(arguments: [specJSON, label, state, createdAt, startedAt])
+                return database.lastInsertedRowID
+            }
+            return JobRecord(
+                id: id, specJSON: specJSON, label: label, state: state, createdAt: createdAt,
+                startedAt: startedAt)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// Records a job's progress; `finishedAt` is set once, when the job ends. Returns false if there is no such job.
+    @discardableResult
+    public func updateJob(
+        id: Int64, state: String, taken: Int, missed: Int, lastFailure: String?, finishedAt: Int64?
+    ) throws -> Bool {
+        do {
+            try database.cachedStatement(
+                sql: """
+                    UPDATE jobs SET state = ?, taken = ?, missed = ?, last_failure = ?,
+                        finished_at = coalesce(finished_at, ?)
+                    WHERE id = ?
+                    """
+            ).execute(arguments: [state, taken, missed, lastFailure, finishedAt, id])
+            return database.changesCount > 0
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// The job with `id`, or nil if there is none.
+    public func job(id: Int64) throws -> JobRecord? {
+        do {
+            return try database.fetchOne(
+                sql: "SELECT \(Self.jobColumns) FROM jobs WHERE id = ?", arguments: [id], Self.decodeJob)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// At most `limit` jobs, newest first.
+    public func jobs(limit: Int) throws -> [JobRecord] {
+        guard limit >= 1 else { throw CatalogError.invalidArgument("limit \(limit) is below 1") }
+        do {
+            return try database.fetchAll(
+                sql: "SELECT \(Self.jobColumns) FROM jobs ORDER BY id DESC LIMIT ?", arguments: [limit],
+                Self.decodeJob)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    /// Every job that has not ended, oldest first: what start-up resumes.
+    public func unfinishedJobs() throws -> [JobRecord] {
+        do {
+            return try database.fetchAll(
+                sql: "SELECT \(Self.jobColumns) FROM jobs WHERE finished_at IS NULL ORDER BY id",
+                Self.decodeJob)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
+    private static func decodeJob(_ row: Row) throws -> JobRecord {
+        JobRecord(
+            id: try row.decode(at: 0), specJSON: try row.decode(at: 1), label: row[2],
+            state: try row.decode(at: 3), createdAt: try row.decode(at: 4), startedAt: try row.decode(at: 5),
+            taken: try row.decode(at: 6), missed: try row.decode(at: 7), lastFailure: row[8],
+            finishedAt: row[9])
+    }
+}

@@ -1,0 +1,67 @@
+import ShutterTestSupport
+import Testing
+
+@testable import ShutterCatalog
+
+@Suite struct MediaCatalogJobsTests {
+    @Test func createUpdateAndReadJobs() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            let first = try await catalog.createJob(
+                specJSON: #"{"a":1}"#, label: "garden", state: "scheduled", createdAt: 1000, startedAt: 2000)
+            let second = try await catalog.createJob(
+                specJSON: #"{"b":2}"#, label: nil, state: "scheduled", createdAt: 1100, startedAt: 1100)
+            #expect(first.id == 1 && second.id == 2)
+            #expect(try await catalog.job(id: 1) == first)
+            #expect(try await catalog.job(id: 3) == nil)
+            #expect(try await catalog.jobs(limit: 10).map(\.id) == [2, 1])
+            #expect(try await catalog.jobs(limit: 1).map(\.id) == [2])
+
+            #expect(
+                try await catalog.updateJob(
+                    id: 1, state: "running", taken: 3, missed: 1, lastFailure: "storage full", finishedAt: nil
+                ))
+            #expect(
+                try await catalog.updateJob(
+                    id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, finishedAt: 5000))
+            // The end time is set once: a later update cannot move it.
+            try await catalog.updateJob(
+                id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, finishedAt: 6000)
+            #expect(
+                try await !catalog.updateJob(
+                    id: 9, state: "done", taken: 0, missed: 0, lastFailure: nil, finishedAt: 1))
+
+            let running = try #require(try await catalog.job(id: 1))
+            #expect(running.state == "running" && running.taken == 3 && running.missed == 1)
+            #expect(running.lastFailure == "storage full" && running.finishedAt == nil)
+            #expect(try await catalog.job(id: 2)?.finishedAt == 5000)
+            #expect(try await catalog.unfinishedJobs().map(\.id) == [1])
+        }
+    }
+
+    @Test func aVersion1DatabaseMigratesKeepingItsPictures() async throws {
+        try await withTemporaryDirectory { directory in
+            var added: [MediaRecord] = []
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                for seed in 1...3 {
+                    added.append(try await catalog.add(seed: seed, jobID: seed == 2 ? 7 : nil))
+                }
+            }
+            // Turn the file back into what version 1 wrote.
+            do {
+                let database = try Database(path: "\(directory)/catalog.sqlite")
+                try database.execute(sql: "DROP TABLE jobs")
+                try database.setUserVersion(1)
+            }
+            let catalog = try MediaCatalog.open(directory)
+            #expect(catalog.reconciliation.isClean)
+            #expect(try await catalog.page(after: 0, limit: 10).items == added)
+            #expect(try await catalog.page(limit: 10, jobID: 7).items.map(\.id) == [2])
+            #expect(try await catalog.jobs(limit: 10).isEmpty)
+            let job = try await catalog.createJob(
+                specJSON: "{}", label: nil, state: "scheduled", createdAt: 1, startedAt: 1)
+            #expect(job.id == 1)
+        }
+    }
+}
