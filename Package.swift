@@ -47,7 +47,9 @@ let package = Package(
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
         .target(
             name: "ShutterAPI",
-            dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"]),
+            dependencies: [
+                "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
+            ]),
         // Capture job specs and schedules: pure state machines with no I/O, driven by an injected clock.
         .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterAPI"]),
@@ -67,7 +69,8 @@ let package = Package(
             dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG", "CV4L2"]),
         .testTarget(
             name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
-        .testTarget(name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterJobs", "ShutterTestSupport"]),
         .testTarget(name: "ShutterJobsTests", dependencies: ["ShutterJobs", "ShutterTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

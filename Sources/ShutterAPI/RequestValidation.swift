@@ -35,6 +35,11 @@ struct QueryParameters {
         }
     }
 
+    /// A parameter's text as sent, or nil if absent.
+    func text(_ name: String) throws -> String? {
+        values[name]
+    }
+
     /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = values[name] else { return nil }

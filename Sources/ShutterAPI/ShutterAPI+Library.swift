@@ -5,12 +5,15 @@ extension ShutterAPI {
     /// Largest page `GET /library` serves.
     static let maximumPageSize: Int64 = 500
 
-    /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken.
+    /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken;
+    /// `job=` lists that job's pictures, in the order taken.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after"])
+        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job"])
         let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
         let before = try query.integer("before", in: 1...Int64.max)
-        let after = try query.integer("after", in: 0...Int64.max)
+        let job = try query.integer("job", in: 1...Int64.max)
+        // A job's pictures read in the order taken, so its listing pages forward from the start.
+        let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
 
         // The listing changes only when a picture is added or deleted, so one counter
         // validates every page: pollers get a 304 without touching the database.
@@ -20,7 +23,7 @@ extension ShutterAPI {
         {
             return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
         }
-        let page = try await catalogPage(before: before, after: after, limit: Int(limit))
+        let page = try await catalogPage(before: before, after: after, limit: Int(limit), job: job)
         var items = "["
         for (index, record) in page.items.enumerated() {
             if index > 0 { items += "," }
@@ -33,6 +36,7 @@ extension ShutterAPI {
         if page.hasMore, let last = page.items.last {
             var link = after != nil ? "/library?after=\(last.id)" : "/library?before=\(last.id)"
             if let before, after != nil { link += "&before=\(before)" }
+            if let job { link += "&job=\(job)" }
             next = link + "&limit=\(limit)"
         }
         object.field("next", next)
@@ -56,9 +60,10 @@ extension ShutterAPI {
         return HTTPResponse(status: .noContent)
     }
 
-    private func catalogPage(before: Int64?, after: Int64?, limit: Int) async throws -> MediaPage {
+    private func catalogPage(before: Int64?, after: Int64?, limit: Int, job: Int64?) async throws -> MediaPage
+    {
         do {
-            return try await catalog.page(before: before, after: after, limit: limit)
+            return try await catalog.page(before: before, after: after, limit: limit, jobID: job)
         } catch CatalogError.invalidArgument(let detail) {
             throw HTTPError(.badRequest, "invalid parameter", detail: detail)
         }

@@ -3,11 +3,14 @@ import ShutterHTTP
 import ShutterSystem
 
 extension ShutterAPI {
-    /// `POST /snap`: stores a picture from a frame captured after the request arrived.
+    /// `POST /snap`: stores a picture from a frame captured after the request arrived; with a
+    /// `delay`, schedules a delayed job instead (see `delayedSnap`).
     func snap(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrived = clock.monotonicNow()
-        _ = try QueryParameters(request, allowed: [])
-        try requireEmptyJSONObject(request)
+        let options = try SnapOptions(request)
+        if let delay = options.delaySeconds {
+            return try await delayedSnap(delaySeconds: delay, wait: options.wait)
+        }
         let frame = try await freshFrame(capturedAtOrAfter: arrived)
         let framed = clock.monotonicNow()
         let record = try await store(frame)

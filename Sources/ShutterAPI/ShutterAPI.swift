@@ -1,6 +1,7 @@
 import ShutterCamera
 import ShutterCatalog
 import ShutterHTTP
+import ShutterJobs
 import ShutterSystem
 
 /// The HTTP API: each endpoint is a method on this value, wired up by `router()`.
@@ -13,6 +14,8 @@ public struct ShutterAPI: Sendable {
     let clock: SystemClock
     let startedAt: MonotonicInstant
     let logger: Logger
+    /// The owner of every capture job; the daemon starts and stops it.
+    public let jobs: JobService
     /// The daemon's version, shown by `/status` and `--version`.
     public static let version = "0.1.0"
 
@@ -28,6 +31,12 @@ public struct ShutterAPI: Sendable {
         self.clock = SystemClock()
         self.startedAt = clock.monotonicNow()
         self.logger = logger
+        self.jobs = JobService(
+            capture: capture, catalog: catalog, clock: clock,
+            limits: JobLimits(
+                maxCount: configuration.maxJobShots, maxActiveJobs: configuration.maxActiveJobs),
+            frameTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
+            logger: logger.with("component", "jobs"))
     }
 
     /// Every endpoint.
@@ -49,6 +58,12 @@ public struct ShutterAPI: Sendable {
         router.add(.get, "/cameras", .task { request, _ in try await cameras(request) })
         router.add(.get, "/camera/controls", .task { request, _ in try await controls(request) })
         router.add(.patch, "/camera/controls", .task { request, _ in try await setControls(request) })
+        router.add(.post, "/jobs", .task { request, _ in try await createJob(request) })
+        router.add(.get, "/jobs", .task { request, _ in try await listJobs(request) })
+        router.add(
+            .get, "/jobs/{id}", .task { request, parameters in try await showJob(request, parameters) })
+        router.add(
+            .delete, "/jobs/{id}", .task { request, parameters in try await cancelJob(request, parameters) })
         return router
     }
 
@@ -60,7 +75,7 @@ public struct ShutterAPI: Sendable {
         object.field("version", Self.version)
         object.rawField(
             "endpoints",
-            #"["POST /snap","GET /library","GET /library/{id}","DELETE /library/{id}","GET /media/{id}.jpg","GET /preview.jpg","GET /healthz","GET /status","GET /cameras","GET /camera/controls","PATCH /camera/controls"]"#
+            #"["POST /snap","GET /library","GET /library/{id}","DELETE /library/{id}","GET /media/{id}.jpg","GET /preview.jpg","GET /healthz","GET /status","GET /cameras","GET /camera/controls","PATCH /camera/controls","POST /jobs","GET /jobs","GET /jobs/{id}","DELETE /jobs/{id}"]"#
         )
         return .json(.ok, object.finished())
     }

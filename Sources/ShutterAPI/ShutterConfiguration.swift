@@ -19,6 +19,10 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
     public var http = HTTPServerConfiguration()
+    /// Jobs that may be scheduled or running at once.
+    public var maxActiveJobs = 8
+    /// The most shots one interval or burst job may ask for.
+    public var maxJobShots = 10_000
 
     public init() {}
 }
@@ -210,5 +214,12 @@ extension ConfigurationKey {
             "shutdown_grace_ms", "MS", "on SIGTERM, how long in-flight responses may take",
             range: 0...600_000,
             \.http.shutdownGraceMilliseconds),
+        integer(
+            "max_active_jobs", "N", "capture jobs that may be scheduled or running at once (else 409)",
+            range: 1...1000, \.maxActiveJobs),
+        integer(
+            "max_job_shots", "N", "the most shots one interval or burst job may ask for",
+            range: 1...10_000_000,
+            \.maxJobShots),
     ]
 }

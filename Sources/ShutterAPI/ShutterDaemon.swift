@@ -47,6 +47,7 @@ public final class ShutterDaemon {
         let api = ShutterAPI(
             capture: capture, catalog: catalog, cameraPath: cameraPath, configuration: configuration,
             logger: logger)
+        try blockingAwait { try await api.jobs.start() }
         var httpConfiguration = configuration.http
         httpConfiguration.host = configuration.listenHost
         httpConfiguration.port = configuration.listenPort
@@ -70,6 +71,7 @@ public final class ShutterDaemon {
                 "version": ShutterAPI.version,
             ])
         loop.run()
+        blockingAwait { await api.jobs.stop() }
         blockingAwait { await capture.stop() }
         logger.notice("stopped")
         return 0
