@@ -225,6 +225,8 @@ public actor JobService {
             lastCaptured[id] = frame.capturedAt
             schedules[id]?.shotSucceeded(index: index)
         } catch {
+            // Capture stops before shutdown ends; the resume at the next start accounts for this slot.
+            if runner == nil { return }
             // A full disk (507 for a snap) or a missing camera (503) costs this shot only; the job goes on.
             let reason: String
             switch error {
