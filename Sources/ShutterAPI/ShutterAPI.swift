@@ -42,6 +42,9 @@ public struct ShutterAPI: Sendable {
             .delete, "/library/{id}",
             .task { request, parameters in try await deletePicture(request, parameters) })
         router.add(
+            .patch, "/library/{id}",
+            .task { request, parameters in try await patchPicture(request, parameters) })
+        router.add(
             .get, "/media/{id}.jpg", .immediate { request, parameters in try media(request, parameters) })
         router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
         router.add(.get, "/healthz", .immediate { request, _ in try health(request) })

@@ -126,6 +126,7 @@ public actor MediaCatalog {
                 logger.warning(
                     "could not remove the file of a failed add", ["id": String(id), "error": "\(error)"])
             }
+            if CatalogError(insertError).isStorageFull { reclaimDatabaseSpace() }
             throw CatalogError(insertError)
         }
         changeCounter += 1
@@ -199,7 +200,17 @@ public actor MediaCatalog {
                     sql: "SELECT bytes FROM media WHERE id = ?", arguments: [id],
                     { try $0.decode(Int64.self, at: 0) })
             else { return false }
-            try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?").execute(arguments: [id])
+            let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
+            do {
+                try statement.execute(arguments: [id])
+            } catch let error where CatalogError(error).isStorageFull {
+                // On a full disk even a DELETE needs room in the WAL, and deleting is how a user makes
+                // room. Removing the file first frees it; a crash before the row goes leaves a row
+                // without a file, which the next open removes like any other.
+                try files.remove(id: id)
+                reclaimDatabaseSpace()
+                try statement.execute(arguments: [id])
+            }
             guard database.changesCount > 0 else { return false }
             storedCount -= 1
             storedBytes -= bytes
@@ -224,6 +235,19 @@ public actor MediaCatalog {
             return try Self.totals(database)
         } catch {
             throw CatalogError(error)
+        }
+    }
+
+    /// Moves the WAL into the database file and truncates it, giving its space back to a full disk.
+    ///
+    /// The WAL is reset only at a checkpoint, every 1000 pages by default, so on a small disk it can
+    /// hold much of the free space (https://www.sqlite.org/wal.html#ckpt). Best effort: if the
+    /// checkpoint cannot run, the WAL stays as it was.
+    func reclaimDatabaseSpace() {
+        do {
+            try database.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        } catch {
+            logger.warning("could not truncate the WAL on a full disk", ["error": "\(error)"])
         }
     }
 
