@@ -16,6 +16,16 @@ extension MediaCatalog {
     /// expired; the few rows found are sorted in memory.
     static let expiredSQL = "SELECT id, bytes FROM media WHERE keep = 0 AND taken_at < ? AND taken_at <= ?"
 
+    /// Up to the third parameter of the pictures retention may remove with an id above the first
+    /// parameter, taken no later than the second, in id order.
+    ///
+    /// INDEXED BY walks media_unkept from the cursor: kept pictures are not in it, so however many
+    /// there are, a batch costs only its own rows, never a sort (https://www.sqlite.org/lang_indexedby.html).
+    static let oldestSQL = """
+        SELECT id, bytes FROM media INDEXED BY media_unkept
+        WHERE keep = 0 AND id > ? AND taken_at <= ? ORDER BY id LIMIT ?
+        """
+
     /// Removes what `policy` says must go, oldest (smallest id) first; returns the removed ids.
     ///
     /// Kept pictures and pictures taken less than `minimumAgeMilliseconds` before `nowWallMillis`
@@ -42,14 +52,9 @@ extension MediaCatalog {
                 policy.maxBytes.map { storedBytes - removed.reduce(0) { $0 + $1.bytes } - $0 } ?? 0
             var cursor: Int64 = 0
             while excessCount > 0 || excessBytes > 0 {
-                // NOT INDEXED walks the table in rowid order from the cursor, so each batch costs its
-                // own rows, not a sort of every old picture (https://www.sqlite.org/lang_indexedby.html).
                 let batch = try database.fetchAll(
-                    sql: """
-                        SELECT id, bytes FROM media NOT INDEXED
-                        WHERE id > ? AND keep = 0 AND taken_at <= ? ORDER BY id LIMIT ?
-                        """,
-                    arguments: [cursor, oldEnough, Self.retentionBatchSize], Self.decodeIDAndBytes)
+                    sql: Self.oldestSQL, arguments: [cursor, oldEnough, Self.retentionBatchSize],
+                    Self.decodeIDAndBytes)
                 guard let last = batch.last else { break }
                 cursor = last.id
                 for row in batch where !expiredIDs.contains(row.id) {
@@ -133,14 +138,17 @@ extension MediaCatalog {
         }
     }
 
-    /// Creates the index retention's age query uses, if it is missing.
+    /// Creates the indexes retention's queries use, if they are missing.
     ///
     /// Not a schema migration: an index holds no data, `IF NOT EXISTS` makes this idempotent, and a
     /// program without it reads and writes the same tables (SQLite maintains the index for it).
     static func createRetentionIndex(_ database: Database) throws {
         // Partial: only pictures retention may remove (https://www.sqlite.org/partialindex.html).
         try database.execute(
-            sql: "CREATE INDEX IF NOT EXISTS media_retention ON media (taken_at) WHERE keep = 0")
+            sql: """
+                CREATE INDEX IF NOT EXISTS media_retention ON media (taken_at) WHERE keep = 0;
+                CREATE INDEX IF NOT EXISTS media_unkept ON media (id) WHERE keep = 0;
+                """)
     }
 
     private static func decodeIDAndBytes(_ row: Row) throws -> (id: Int64, bytes: Int64) {

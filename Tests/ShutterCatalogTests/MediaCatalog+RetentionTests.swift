@@ -189,19 +189,40 @@ import Testing
         }
     }
 
+    @Test func oldestFirstQueryWalksTheUnkeptIndexWithoutSorting() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            let plan = try await catalog.queryPlan(
+                MediaCatalog.oldestSQL, arguments: [Int64(0), Int64(1), Int64(10)])
+            #expect(plan.contains("USING INDEX media_unkept"), "\(plan)")
+            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+        }
+    }
+
+    @Test func manyKeptPicturesDoNotHideTheOldestRemovable() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            try await Self.addPictures(catalog, count: 300, bytes: 100)
+            for id in Int64(1)...260 { _ = try await catalog.setKeep(id: id, keep: true) }
+            let removed = try await catalog.applyRetention(
+                RetentionPolicy(maxPictures: 280), nowWallMillis: Self.now)
+            #expect(removed == Array(261...280))
+        }
+    }
+
     @Test func ageQueryUsesTheRetentionIndex() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)
-            let plan = try await catalog.queryPlan(MediaCatalog.expiredSQL)
+            let plan = try await catalog.queryPlan(MediaCatalog.expiredSQL, arguments: [Int64(1), Int64(1)])
             #expect(plan.contains("USING INDEX media_retention"), "\(plan)")
         }
     }
 }
 
 extension MediaCatalog {
-    /// The `EXPLAIN QUERY PLAN` details of `sql` (two integer parameters), joined.
-    fileprivate func queryPlan(_ sql: String) throws -> String {
-        try database.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: [Int64(1), Int64(1)]) {
+    /// The `EXPLAIN QUERY PLAN` details of `sql` with `arguments`, joined.
+    fileprivate func queryPlan(_ sql: String, arguments: StatementArguments) throws -> String {
+        try database.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments) {
             try $0.decode(String.self, at: 3)
         }
         .joined(separator: "; ")
