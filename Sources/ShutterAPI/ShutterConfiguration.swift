@@ -19,11 +19,15 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
     public var http = HTTPServerConfiguration()
-    /// Retention and the free-disk floor; 0 turns each limit off.
+    /// The most pictures retention leaves (0: no limit).
     public var retentionMaxPictures = 0
+    /// The most bytes of pictures retention leaves (0: no limit).
     public var retentionMaxBytes = 0
+    /// Pictures older than this many seconds are removed (0: no limit).
     public var retentionMaxAgeSeconds = 0
+    /// Retention never removes a picture younger than this many seconds.
     public var retentionMinAgeSeconds = 60
+    /// The free bytes a snap must leave on the disk (0: off).
     public var minFreeBytes = 67_108_864
 
     public init() {}
