@@ -42,7 +42,6 @@ public struct ShutterAPI: Sendable {
     /// Every endpoint.
     public func router() -> Router {
         var router = Router()
-        router.add(.get, "/", .immediate { request, _ in try index(request) })
         router.add(.post, "/snap", .task { request, _ in try await snap(request) })
         router.add(.get, "/library", .task { request, _ in try await library(request) })
         router.add(
@@ -50,6 +49,9 @@ public struct ShutterAPI: Sendable {
         router.add(
             .delete, "/library/{id}",
             .task { request, parameters in try await deletePicture(request, parameters) })
+        router.add(
+            .patch, "/library/{id}",
+            .task { request, parameters in try await patchPicture(request, parameters) })
         router.add(
             .get, "/media/{id}.jpg", .immediate { request, parameters in try media(request, parameters) })
         router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
@@ -64,19 +66,19 @@ public struct ShutterAPI: Sendable {
             .get, "/jobs/{id}", .task { request, parameters in try await showJob(request, parameters) })
         router.add(
             .delete, "/jobs/{id}", .task { request, parameters in try await cancelJob(request, parameters) })
+        // Added last, so the index lists every other endpoint from the router itself.
+        let endpoints = router.endpoints
+        router.add(.get, "/", .immediate { request, _ in try index(request, endpoints: endpoints) })
         return router
     }
 
     /// `GET /`: what this server offers (the web page arrives with the live preview).
-    func index(_ request: HTTPRequest) throws -> HTTPResponse {
+    func index(_ request: HTTPRequest, endpoints: [String]) throws -> HTTPResponse {
         _ = try QueryParameters(request, allowed: [])
         var object = JSONObjectWriter()
         object.field("service", "shutterd")
         object.field("version", Self.version)
-        object.rawField(
-            "endpoints",
-            #"["POST /snap","GET /library","GET /library/{id}","DELETE /library/{id}","GET /media/{id}.jpg","GET /preview.jpg","GET /healthz","GET /status","GET /cameras","GET /camera/controls","PATCH /camera/controls","POST /jobs","GET /jobs","GET /jobs/{id}","DELETE /jobs/{id}"]"#
-        )
+        object.rawField("endpoints", "[" + endpoints.map(JSONString.quote).joined(separator: ",") + "]")
         return .json(.ok, object.finished())
     }
 }

@@ -23,6 +23,16 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var maxActiveJobs = 8
     /// The most shots one interval or burst job may ask for.
     public var maxJobShots = 10_000
+    /// The most pictures retention leaves (0: no limit).
+    public var retentionMaxPictures = 0
+    /// The most bytes of pictures retention leaves (0: no limit).
+    public var retentionMaxBytes = 0
+    /// Pictures older than this many seconds are removed (0: no limit).
+    public var retentionMaxAgeSeconds = 0
+    /// Retention never removes a picture younger than this many seconds.
+    public var retentionMinAgeSeconds = 60
+    /// The free bytes a snap must leave on the disk (0: off).
+    public var minFreeBytes = 67_108_864
 
     public init() {}
 }
@@ -184,6 +194,25 @@ extension ConfigurationKey {
         integer(
             "snap_timeout_ms", "MS", "how long a snap waits for a fresh frame before answering 503",
             range: 100...60000, \.snapTimeoutMilliseconds),
+        integer(
+            "retention_max_pictures", "N",
+            "the most pictures kept; the oldest not marked keep go first (0: no limit)",
+            range: 0...Int(Int32.max), \.retentionMaxPictures),
+        integer(
+            "retention_max_bytes", "BYTES",
+            "the most bytes the pictures take together; the oldest not marked keep go first (0: no limit)",
+            range: 0...Int.max, \.retentionMaxBytes),
+        integer(
+            "retention_max_age_s", "S",
+            "pictures older than this are removed unless marked keep (0: no limit)",
+            range: 0...Int(Int32.max), \.retentionMaxAgeSeconds),
+        integer(
+            "retention_min_age_s", "S", "retention never removes a picture younger than this",
+            range: 0...Int(Int32.max), \.retentionMinAgeSeconds),
+        integer(
+            "min_free_bytes", "BYTES",
+            "snaps fail with 507 rather than leave less free disk than this (0: off)",
+            range: 0...Int.max, \.minFreeBytes),
         integer(
             "max_connections", "N", "open HTTP connections; more are answered 503", range: 1...100_000,
             \.http.maxConnections),

@@ -35,7 +35,8 @@ public final class ShutterDaemon {
     private func runThrowing() throws -> Int32 {
         raiseDescriptorLimit()
         let catalog = try MediaCatalog(
-            dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"))
+            dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
+            retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes))
         let cameraPath = chooseCameraPath()
         let source = makeCameraSource(path: cameraPath)
         let capture = try CaptureService(

@@ -56,6 +56,12 @@ public enum CatalogError: Error, CustomStringConvertible, Equatable, Sendable {
         }
     }
 
+    /// Whether this is `storageFull`.
+    var isStorageFull: Bool {
+        if case .storageFull = self { return true }
+        return false
+    }
+
     private static func isStorageFull(errno: Int32) -> Bool {
         errno == ENOSPC || errno == EDQUOT
     }

@@ -16,19 +16,34 @@ public actor MediaCatalog {
     /// What opening the catalog repaired.
     public nonisolated let reconciliation: ReconciliationReport
     /// Counts every change to the listing (add, delete, keep), for ETags of listings.
-    public private(set) var changeCounter: UInt64 = 0
+    public internal(set) var changeCounter: UInt64 = 0
+    /// Applied after every add; nil removes nothing.
+    public private(set) var retention: RetentionPolicy?
+    /// Free bytes an add must leave on the media directory's file system; 0 turns the check off.
+    public private(set) var minimumFreeBytes: Int64
 
-    private nonisolated let files: MediaDirectory
+    nonisolated let files: MediaDirectory
     // Internal so the jobs extension (MediaCatalog+Jobs.swift) shares this one connection.
     let database: Database
     private let lock: DataDirectoryLock
-    private let logger: Logger
+    let logger: Logger
     // The next id to hand out. Above every id in sqlite_sequence and in any file name, so an id is
     // never reused, even after the newest picture is deleted or a crash left only its file.
     private var nextID: Int64
+    // How many rows the media table has and their total bytes, loaded at open and kept in step by
+    // add, delete and retention, so that an add knows without a query whether a limit is exceeded.
+    var storedCount: Int
+    var storedBytes: Int64
+    let clock: any Clock
 
     /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.
-    public init(dataDirectory: String, logger: Logger) throws {
+    ///
+    /// `retention` and `minimumFreeBytes` are described at their properties; `clock` tells
+    /// retention the time.
+    public init(
+        dataDirectory: String, logger: Logger, retention: RetentionPolicy? = nil, minimumFreeBytes: Int64 = 0,
+        clock: any Clock = SystemClock()
+    ) throws {
         do {
             guard !dataDirectory.isEmpty else { throw CatalogError.invalidArgument("dataDirectory is empty") }
             let files = MediaDirectory(path: "\(dataDirectory)/media")
@@ -36,12 +51,14 @@ public actor MediaCatalog {
             let lock = try DataDirectoryLock(directory: dataDirectory)
             let database = try Database(path: "\(dataDirectory)/catalog.sqlite")
             try CatalogSchema.migrate(database)
+            try Self.createRetentionIndex(database)
             let listing = try files.listing()
             // Ids in file names count too: a crash between the rename and the insert leaves a file
             // whose id sqlite_sequence never saw.
             let largestUsed = max(try Self.largestIDInDatabase(database), listing.largestID)
             let report = try Self.reconcile(
                 database: database, files: files, listing: listing, logger: logger)
+            let totals = try Self.totals(database)
 
             self.dataDirectory = dataDirectory
             self.files = files
@@ -51,6 +68,11 @@ public actor MediaCatalog {
             self.reconciliation = report
             self.nextID = largestUsed + 1
             self.instanceToken = try Self.randomToken()
+            self.retention = retention
+            self.minimumFreeBytes = minimumFreeBytes
+            self.clock = clock
+            self.storedCount = totals.count
+            self.storedBytes = totals.totalBytes
         } catch {
             throw CatalogError(error)
         }
@@ -61,6 +83,10 @@ public actor MediaCatalog {
     /// Order: file under a temporary name, fsync, rename to `<id>.jpg`, fsync the directory, then
     /// the row. A crash at any point leaves either nothing or a file without a row, which the next
     /// open removes; never a row without a file.
+    ///
+    /// Throws `CatalogError.storageFull`, having stored nothing, when the picture would leave less
+    /// than `minimumFreeBytes` free or the disk fills up while writing. Then applies `retention`;
+    /// a picture that retention removes at once (a limit of 0 bytes) is still returned.
     @discardableResult
     public func add(
         jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64? = nil
@@ -69,6 +95,7 @@ public actor MediaCatalog {
         guard width > 0, height > 0 else {
             throw CatalogError.invalidArgument("size \(width)x\(height) is not positive")
         }
+        try checkFreeSpace(for: jpeg.count)
         // Taken even if the add fails, so a half-written id is never handed out twice.
         let id = nextID
         nextID += 1
@@ -100,9 +127,13 @@ public actor MediaCatalog {
                 logger.warning(
                     "could not remove the file of a failed add", ["id": String(id), "error": "\(error)"])
             }
+            if CatalogError(insertError).isStorageFull { reclaimDatabaseSpace() }
             throw CatalogError(insertError)
         }
         changeCounter += 1
+        storedCount += 1
+        storedBytes += Int64(record.bytes)
+        applyRetentionIfExceeded()
         return record
     }
 
@@ -165,8 +196,25 @@ public actor MediaCatalog {
             // Row first: a crash between the two leaves a file without a row, invisible to clients and
             // removed at the next open. The other order would leave a row without a file: a picture
             // that every listing shows and that fails when fetched.
-            try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?").execute(arguments: [id])
+            guard
+                let bytes = try database.fetchOne(
+                    sql: "SELECT bytes FROM media WHERE id = ?", arguments: [id],
+                    { try $0.decode(Int64.self, at: 0) })
+            else { return false }
+            let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
+            do {
+                try statement.execute(arguments: [id])
+            } catch let error where CatalogError(error).isStorageFull {
+                // On a full disk even a DELETE needs room in the WAL, and deleting is how a user makes
+                // room. Removing the file first frees it; a crash before the row goes leaves a row
+                // without a file, which the next open removes like any other.
+                try files.remove(id: id)
+                reclaimDatabaseSpace()
+                try statement.execute(arguments: [id])
+            }
             guard database.changesCount > 0 else { return false }
+            storedCount -= 1
+            storedBytes -= bytes
         } catch {
             throw CatalogError(error)
         }
@@ -185,16 +233,33 @@ public actor MediaCatalog {
     /// How many pictures there are, their total size, and the newest id.
     public func statistics() throws -> CatalogStatistics {
         do {
-            let statistics = try database.fetchOne(
-                sql: "SELECT count(*), coalesce(sum(bytes), 0), max(id) FROM media"
-            ) { row in
-                CatalogStatistics(
-                    count: try row.decode(at: 0), totalBytes: try row.decode(at: 1), newestID: row[2])
-            }
-            return statistics ?? CatalogStatistics(count: 0, totalBytes: 0, newestID: nil)
+            return try Self.totals(database)
         } catch {
             throw CatalogError(error)
         }
+    }
+
+    /// Moves the WAL into the database file and truncates it, giving its space back to a full disk.
+    ///
+    /// The WAL is reset only at a checkpoint, every 1000 pages by default, so on a small disk it can
+    /// hold much of the free space (https://www.sqlite.org/wal.html#ckpt). Best effort: if the
+    /// checkpoint cannot run, the WAL stays as it was.
+    func reclaimDatabaseSpace() {
+        do {
+            try database.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        } catch {
+            logger.warning("could not truncate the WAL on a full disk", ["error": "\(error)"])
+        }
+    }
+
+    /// Sets the retention applied after every add (nil for none); does not apply it now.
+    public func setRetention(_ policy: RetentionPolicy?) {
+        retention = policy
+    }
+
+    /// Sets the free bytes an add must leave (0 turns the check off).
+    public func setMinimumFreeBytes(_ bytes: Int64) {
+        minimumFreeBytes = max(0, bytes)
     }
 
     /// Marks the picture with `id` as kept (or not) by retention; nil if there is none.
@@ -264,6 +329,16 @@ public actor MediaCatalog {
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return "." }
         return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    private static func totals(_ database: Database) throws -> CatalogStatistics {
+        let statistics = try database.fetchOne(
+            sql: "SELECT count(*), coalesce(sum(bytes), 0), max(id) FROM media"
+        ) { row in
+            CatalogStatistics(
+                count: try row.decode(at: 0), totalBytes: try row.decode(at: 1), newestID: row[2])
+        }
+        return statistics ?? CatalogStatistics(count: 0, totalBytes: 0, newestID: nil)
     }
 
     private static func largestIDInDatabase(_ database: Database) throws -> Int64 {

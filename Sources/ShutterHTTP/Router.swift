@@ -26,6 +26,7 @@ public struct Router: Sendable {
 
     private struct Route: Sendable {
         let method: HTTPMethod
+        let pattern: String
         let segments: [Segment]
         let handler: RouteHandler
     }
@@ -48,8 +49,11 @@ public struct Router: Sendable {
             }
             return .literal(String(part))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
+
+    /// Every route as `METHOD /pattern`, in the order added (for an index of the API).
+    public var endpoints: [String] { routes.map { "\($0.method) \($0.pattern)" } }
 
     /// Finds the handler for `method` and the decoded `path`.
     public func resolve(method: HTTPMethod, path: String) -> Resolution {

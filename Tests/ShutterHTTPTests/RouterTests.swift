@@ -69,3 +69,13 @@ import Testing
         }
     }
 }
+
+@Suite struct RouterEndpointTests {
+    @Test func endpointsListEveryRouteInOrder() {
+        var router = Router()
+        let ok = RouteHandler.immediate { _, _ in HTTPResponse() }
+        router.add(.post, "/snap", ok)
+        router.add(.get, "/media/{id}.jpg", ok)
+        #expect(router.endpoints == ["POST /snap", "GET /media/{id}.jpg"])
+    }
+}

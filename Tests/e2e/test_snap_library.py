@@ -204,3 +204,11 @@ def test_fresh_preview_waits_for_a_new_frame(make_daemon):
     _, fresher, _ = d.request("GET", "/preview.jpg?fresh=1")
     assert int(fresher["x-frame-sequence"]) > int(fresh["x-frame-sequence"])
     assert d.request("GET", "/preview.jpg?fresh=maybe")[0] == 400
+
+
+def test_index_lists_every_endpoint(daemon):
+    status, _, body = daemon.json("GET", "/")
+    assert status == 200 and body["service"] == "shutterd"
+    for endpoint in ["POST /snap", "GET /library", "PATCH /library/{id}", "GET /media/{id}.jpg", "POST /jobs",
+                     "PATCH /camera/controls", "GET /healthz"]:
+        assert endpoint in body["endpoints"]
