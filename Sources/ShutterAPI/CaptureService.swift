@@ -35,6 +35,8 @@ public struct CameraStatus: Sendable {
     public var warmupFramesDropped: UInt64
     /// Nil while frames flow; otherwise why they do not.
     public var failure: String?
+    /// Whether the camera is closed because nobody needs it (`idle_after_s`).
+    public var isIdle: Bool
 }
 
 /// The one owner of the camera: runs its capture thread, hands out frames, and runs
@@ -50,14 +52,18 @@ public actor CaptureService {
     /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
     public nonisolated var cameraName: String { shared.name }
 
+    /// `idleAfterMilliseconds` > 0 closes the camera after that long with nobody waiting for a
+    /// frame and no job active; the next request opens it again (with its warm-up).
     public init(
-        source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000, logger: Logger
+        source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000,
+        idleAfterMilliseconds: Int = 0, logger: Logger
     ) throws {
         let shared = CaptureShared(name: source.name, mode: source.mode, pixelFormat: source.pixelFormatName)
         self.shared = shared
         context = CaptureLoop(
             source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
-            reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000, logger: logger)
+            reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000,
+            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, logger: logger)
     }
 
     /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).
@@ -86,11 +92,12 @@ public actor CaptureService {
     }
 
     /// The newest frame at most `maxAgeNanoseconds` old, else the next one; while the camera
-    /// is gone, the "no signal" frame.
+    /// is gone, the "no signal" frame if `orNoSignal`, else the failure.
     public nonisolated func recentFrame(
-        maxAgeNanoseconds: UInt64, now: MonotonicInstant, timeoutMilliseconds: Int
+        maxAgeNanoseconds: UInt64, now: MonotonicInstant, timeoutMilliseconds: Int, orNoSignal: Bool = true
     ) async throws -> EncodedFrame {
-        if shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame {
+        // A viewer gets the no-signal picture; a snap must fail instead of storing it.
+        if orNoSignal, shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame {
             return noSignal
         }
         if let latest = shared.exchange.latest, now.nanoseconds(since: latest.capturedAt) <= maxAgeNanoseconds
@@ -119,6 +126,11 @@ public actor CaptureService {
         }
     }
 
+    /// Keeps the camera open while `awake` (an active job), whatever `idleAfterMilliseconds` says.
+    public nonisolated func keepAwake(_ awake: Bool) {
+        shared.keepAwake.store(awake, ordering: .relaxed)
+    }
+
     /// The camera's state now.
     public nonisolated var status: CameraStatus {
         CameraStatus(
@@ -127,7 +139,8 @@ public actor CaptureService {
             framesEncoded: shared.counters.framesEncoded, reopens: shared.counters.cameraReopens,
             corruptFrames: shared.counters.corruptFrames,
             warmupFramesDropped: shared.counters.warmupFramesDropped,
-            failure: shared.exchange.failure.map(Self.describe))
+            failure: shared.exchange.failure.map(Self.describe),
+            isIdle: shared.isIdle.load(ordering: .relaxed))
     }
 
     static func describe(_ error: CaptureError) -> String {
@@ -146,6 +159,10 @@ private final class CaptureShared: Sendable {
     let exchange = FrameExchange()
     let counters = CaptureCounters()
     let stopRequested = Atomic<Bool>(false)
+    /// Set by the job service while any job is active.
+    let keepAwake = Atomic<Bool>(false)
+    /// Set by the capture thread while the camera is closed for idleness.
+    let isIdle = Atomic<Bool>(false)
     // Guards the negotiated mode (written by the capture thread after each open) and the
     // command queue (filled by request tasks, drained by the capture thread between frames).
     private let state: Mutex<(name: String, mode: CameraMode, pixelFormat: String, commands: [Command])>
@@ -177,6 +194,8 @@ private final class CaptureShared: Sendable {
         // last time: answer here rather than leave the command waiting forever.
         if isStopping { failPendingCommands(CaptureError.stopped) }
     }
+
+    var hasCommands: Bool { state.withLock { !$0.commands.isEmpty } }
 
     func takeCommands() -> [Command] {
         state.withLock { state in
@@ -211,17 +230,20 @@ private final class CaptureLoop: @unchecked Sendable {
     let encoder: JPEGEncoder
     let shared: CaptureShared
     let reopenIntervalNanoseconds: UInt64
+    let idleAfterNanoseconds: UInt64
     let logger: Logger
     let clock = SystemClock()
+    /// When someone last wanted a frame, ran a command, or kept the camera awake.
+    private var lastDemand = SystemClock().monotonicNow()
     private var lastFailure: String?
     /// The source's own drop counters, if it keeps any (looked up once, not per frame).
     private let dropCounting: (any FrameDropCounting)?
 
     init(
         source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
-        reopenIntervalNanoseconds: UInt64,
-        logger: Logger
+        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, logger: Logger
     ) {
+        self.idleAfterNanoseconds = idleAfterNanoseconds
         self.source = source
         self.dropCounting = source as? any FrameDropCounting
         self.encoder = encoder
@@ -233,9 +255,13 @@ private final class CaptureLoop: @unchecked Sendable {
     func run() {
         while !shared.isStopping {
             if open() {
-                capture()
+                let outcome = capture()
                 source.stop()
                 if shared.isStopping { break }
+                if outcome == .idle {
+                    waitForDemand()
+                    continue
+                }
             }
             waitBeforeReopening()
         }
@@ -268,9 +294,25 @@ private final class CaptureLoop: @unchecked Sendable {
         }
     }
 
-    /// Reads frames until the camera fails or capture stops.
-    private func capture() {
+    /// Why `capture()` returned.
+    private enum CaptureOutcome {
+        case stopping, failed, idle
+    }
+
+    /// Reads frames until the camera fails, capture stops, or nobody has needed a frame for
+    /// `idleAfterNanoseconds`.
+    private func capture() -> CaptureOutcome {
+        lastDemand = clock.monotonicNow()
         while !shared.isStopping {
+            if shared.hasCommands || shared.keepAwake.load(ordering: .relaxed) || shared.exchange.wantsFrame()
+            {
+                lastDemand = clock.monotonicNow()
+            } else if idleAfterNanoseconds > 0
+                && clock.monotonicNow().nanoseconds(since: lastDemand) > idleAfterNanoseconds
+            {
+                logger.info("camera idle: closing it until a frame is wanted", ["camera": source.name])
+                return .idle
+            }
             runCommands()
             do {
                 let frame = try source.nextFrame()
@@ -295,8 +337,22 @@ private final class CaptureLoop: @unchecked Sendable {
                         jpeg: jpeg, encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
             } catch {
                 failed(error)
-                return
+                return .failed
             }
+        }
+        return .stopping
+    }
+
+    /// Waits, with the camera closed, until a frame or a command is wanted or a job starts.
+    private func waitForDemand() {
+        shared.isIdle.store(true, ordering: .relaxed)
+        defer { shared.isIdle.store(false, ordering: .relaxed) }
+        // Polled rather than signalled: 20 ms of extra latency on the first request after idle
+        // is nothing beside opening the camera and its warm-up.
+        while !shared.isStopping && !shared.hasCommands && !shared.keepAwake.load(ordering: .relaxed)
+            && !shared.exchange.wantsFrame()
+        {
+            SystemClock.sleep(until: clock.monotonicNow().advanced(by: 20_000_000))
         }
     }
 

@@ -28,7 +28,13 @@ public actor JobService {
     private let logger: Logger
 
     // Live schedules by job id; a job leaves once it is final and no shot of it is in flight.
-    private var schedules: [Int64: JobSchedule] = [:]
+    private var schedules: [Int64: JobSchedule] = [:] {
+        // While any job is active the camera stays open, so shots are not delayed by
+        // reopening and warming up after idle.
+        didSet {
+            if oldValue.isEmpty != schedules.isEmpty { capture.keepAwake(!schedules.isEmpty) }
+        }
+    }
     // Jobs with a shot in flight; the runner does not advance them.
     private var shooting: Set<Int64> = []
     // The capture instant of each burst's previous frame, so the next shot waits for a newer frame.

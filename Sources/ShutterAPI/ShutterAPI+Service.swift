@@ -32,7 +32,7 @@ extension ShutterAPI {
         cameraObject.field("corrupt_frames", camera.corruptFrames)
         cameraObject.field("warmup_frames_dropped", camera.warmupFramesDropped)
         cameraObject.field("device", cameraPath)
-        cameraObject.field("state", camera.failure == nil ? "streaming" : "failed")
+        cameraObject.field("state", camera.failure != nil ? "failed" : camera.isIdle ? "idle" : "streaming")
         cameraObject.field("failure", camera.failure)
         var libraryObject = JSONObjectWriter()
         libraryObject.field("pictures", statistics.count)

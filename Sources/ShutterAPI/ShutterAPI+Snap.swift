@@ -11,7 +11,18 @@ extension ShutterAPI {
         if let delay = options.delaySeconds {
             return try await delayedSnap(delaySeconds: delay, wait: options.wait)
         }
-        let frame = try await freshFrame(capturedAtOrAfter: arrived)
+        let frame: EncodedFrame
+        if let maxAge = options.maxAgeMilliseconds {
+            do {
+                frame = try await capture.recentFrame(
+                    maxAgeNanoseconds: UInt64(maxAge) * 1_000_000, now: arrived,
+                    timeoutMilliseconds: configuration.snapTimeoutMilliseconds, orNoSignal: false)
+            } catch let error as CaptureError {
+                throw cameraUnavailable(error)
+            }
+        } else {
+            frame = try await freshFrame(capturedAtOrAfter: arrived)
+        }
         let framed = clock.monotonicNow()
         let record = try await store(frame)
         let stored = clock.monotonicNow()

@@ -11,6 +11,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var cameraFormats: [String] = ["mjpeg", "yuyv", "nv12", "yuv420"]
     public var warmupMilliseconds = 500
     public var reopenIntervalMilliseconds = 1000
+    /// Seconds without anyone wanting a frame (and no job active) before the camera is closed; 0 never.
+    public var idleAfterSeconds = 0
     public var width = 1280
     public var height = 720
     public var fps = 30
@@ -158,6 +160,10 @@ extension ConfigurationKey {
             "warmup_ms", "MS",
             "frames dropped after the camera opens, so exposure settles before the first picture",
             range: 0...10000, \.warmupMilliseconds),
+        integer(
+            "idle_after_s", "S",
+            "close the camera after this long with nobody wanting a frame and no job active (0: never); the next request reopens it, warm-up included",
+            range: 0...86400, \.idleAfterSeconds),
         integer(
             "reopen_interval_ms", "MS", "how often a failed or unplugged camera is reopened",
             range: 100...60000,

@@ -42,6 +42,7 @@ public final class ShutterDaemon {
         let capture = try CaptureService(
             source: source, quality: configuration.quality,
             reopenIntervalMilliseconds: configuration.reopenIntervalMilliseconds,
+            idleAfterMilliseconds: configuration.idleAfterSeconds * 1000,
             logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }
 

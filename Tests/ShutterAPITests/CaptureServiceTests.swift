@@ -123,4 +123,34 @@ import Testing
         await capture.stop()
         await #expect(throws: CaptureError.stopped) { try await waiter.value }
     }
+
+    @Test func anUnwantedCameraIdlesAndWakesForTheNextRequest() async throws {
+        let source = FakeCameraSource(
+            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .generateLive)
+        let capture = try CaptureService(
+            source: source, quality: 80, idleAfterMilliseconds: 100, logger: quiet)
+        try await capture.start()
+        #expect(await eventually { capture.status.isIdle })
+        #expect(source.stopCount == 1 && !source.isRunning)
+        let asked = SystemClock().monotonicNow()
+        let frame = try await capture.frame(capturedAtOrAfter: asked, timeoutMilliseconds: 5000)
+        #expect(frame.capturedAt >= asked)
+        #expect(source.startCount == 2)
+        #expect(capture.status.failure == nil)
+        await capture.stop()
+    }
+
+    @Test func anActiveJobKeepsTheCameraAwake() async throws {
+        let source = FakeCameraSource(
+            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .generateLive)
+        let capture = try CaptureService(
+            source: source, quality: 80, idleAfterMilliseconds: 50, logger: quiet)
+        capture.keepAwake(true)
+        try await capture.start()
+        #expect(await eventually { capture.status.framesCaptured >= 30 })
+        #expect(!capture.status.isIdle && source.stopCount == 0)
+        capture.keepAwake(false)
+        #expect(await eventually { capture.status.isIdle })
+        await capture.stop()
+    }
 }

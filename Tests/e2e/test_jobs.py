@@ -131,12 +131,12 @@ def test_delete_stops_a_running_job_and_keeps_its_pictures(jobs_daemon):
 
 
 def test_burst_stores_distinct_frames_in_capture_order(jobs_daemon, tmp_path):
-    status, _, job = post_job(jobs_daemon, {"kind": "burst", "count": 30})
+    status, _, job = post_job(jobs_daemon, {"kind": "burst", "count": 60})
     assert status == 201, job
-    done = wait_for(jobs_daemon, job["id"], lambda j: j["state"] in ("done", "failed"), timeout=20)
-    assert done["state"] == "done" and done["taken"] == 30, done
+    done = wait_for(jobs_daemon, job["id"], lambda j: j["state"] in ("done", "failed"), timeout=30)
+    assert done["state"] == "done" and done["taken"] == 60, done
     pictures = job_pictures(jobs_daemon, job["id"])
-    assert len(pictures) == 30
+    assert len(pictures) == 60
     ids = [p["id"] for p in pictures]
     assert ids == sorted(ids)
     times = [p["taken_at"] for p in pictures]
@@ -146,7 +146,7 @@ def test_burst_stores_distinct_frames_in_capture_order(jobs_daemon, tmp_path):
         data = (tmp_path / "data" / "media" / f"{picture['id']}.jpg").read_bytes()
         assert hashlib.sha256(data).hexdigest() == picture["sha256"]
         hashes.add(picture["sha256"])
-    assert len(hashes) == 30
+    assert len(hashes) == 60
 
 
 @pytest.mark.parametrize("spec, field", [

@@ -212,3 +212,18 @@ def test_index_lists_every_endpoint(daemon):
     for endpoint in ["POST /snap", "GET /library", "PATCH /library/{id}", "GET /media/{id}.jpg", "POST /jobs",
                      "PATCH /camera/controls", "GET /healthz"]:
         assert endpoint in body["endpoints"]
+
+
+def test_snap_with_max_age_accepts_a_recent_frame(make_daemon):
+    # At 2 fps the next frame is up to half a second away; a recent one answers at once.
+    d = make_daemon(["--size", "320x240", "--fps", "2"])
+    _, headers, _ = d.request("GET", "/preview.jpg?fresh=true")
+    shown = headers["x-frame-time"]
+    record = d.json("POST", "/snap?max_age_ms=5000")[2]
+    assert record["taken_at"] == shown, "the frame already encoded, not a new one"
+    record = d.json("POST", "/snap", body=b'{"max_age_ms": 0}')[2]
+    assert record["taken_at"] > shown, "max_age_ms=0 means a frame from now on"
+    assert d.snap()["taken_at"] > record["taken_at"]
+    for bad in ["/snap?max_age_ms=-1", "/snap?max_age_ms=soon", "/snap?max_age_ms=600000"]:
+        status, _, body = d.json("POST", bad)
+        assert status == 400 and "max_age_ms" in body["detail"]

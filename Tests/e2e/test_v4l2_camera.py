@@ -221,3 +221,18 @@ def test_open_errors_say_what_to_do(make_daemon, error, words):
     status, _, body = d.json("POST", "/snap")
     assert status == 503 and words in body["detail"]
     assert any(words in line for line in d.log_lines)
+
+
+def test_an_idle_camera_is_closed_and_warms_up_again_for_the_next_snap(make_daemon):
+    d = camera_daemon(make_daemon, ["--idle-after-s", "1"])
+    wait_for(lambda: d.json("GET", "/status")[2]["camera"]["state"] == "idle", timeout=10)
+    _, _, before = d.json("GET", "/status")
+    assert d.request("GET", "/healthz")[0] == 200, "idle is not a failure"
+    time.sleep(0.5)
+    assert d.json("GET", "/status")[2]["camera"]["frames_captured"] == before["camera"]["frames_captured"]
+    record = d.snap()
+    assert djpeg_size(d.request("GET", record["url"])[2]) == (640, 480)
+    _, _, after = d.json("GET", "/status")
+    # Reopened with its warm-up: the first picture after idle is not a dark first frame.
+    assert after["camera"]["warmup_frames_dropped"] > before["camera"]["warmup_frames_dropped"]
+    assert after["camera"]["state"] == "streaming"
