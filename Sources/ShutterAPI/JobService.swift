@@ -45,6 +45,8 @@ public actor JobService {
     private var pendingCreations = 0
     private var runner: Task<Void, Never>?
     private var sleeper: Task<Void, Never>?
+    /// The runner waiting, with no deadline, for `replan` to ring.
+    private var doorbell: CheckedContinuation<Void, Never>?
     // Set by `replan()`, so a change made while the runner was busy is seen before it sleeps.
     private var replanRequested = false
 
@@ -74,6 +76,8 @@ public actor JobService {
     public func stop() {
         runner?.cancel()
         sleeper?.cancel()
+        doorbell?.resume()
+        doorbell = nil
         runner = nil
         for waiters in finishWaiters.values {
             for waiter in waiters { waiter.resume() }
@@ -184,11 +188,18 @@ public actor JobService {
                 await carryOut(actions, id: id, due: due ?? now, now: now)
             }
             if acted || replanRequested { continue }
-            let delay = earliest.map { $0.nanoseconds(since: clock.monotonicNow()) } ?? 3_600_000_000_000
-            let sleep = Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: delay) }
-            sleeper = sleep
-            await sleep.value
-            sleeper = nil
+            if let earliest {
+                let delay = earliest.nanoseconds(since: clock.monotonicNow())
+                let sleep = Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: delay) }
+                sleeper = sleep
+                await sleep.value
+                sleeper = nil
+            } else {
+                // Nothing is due (no jobs, or every job is mid-shot): wait for `replan` without a
+                // timer. A cancelled Task.sleep keeps its timer until the deadline, so a long sleep
+                // cancelled on every shot held memory for as long as the sleep would have lasted.
+                await withCheckedContinuation { doorbell = $0 }
+            }
         }
     }
 
@@ -286,6 +297,8 @@ public actor JobService {
     private func replan() {
         replanRequested = true
         sleeper?.cancel()
+        doorbell?.resume()
+        doorbell = nil
     }
 
     private func snapshot(_ stored: JobRecord) -> JobSnapshot {
