@@ -89,12 +89,9 @@ def test_corrupt_frames_are_dropped_and_counted(make_daemon):
     assert status["camera"]["corrupt_frames"] > 0
 
 
-def test_yuyv_is_encoded_and_looks_like_the_camera_picture(make_daemon, tmp_path):
-    d = camera_daemon(make_daemon, ["--camera-formats", "yuyv"])
-    _, _, status = d.json("GET", "/status")
-    assert status["camera"]["format"] == "yuyv"
-    record = d.snap()
-    _, _, jpeg = d.request("GET", record["url"])
+def assert_colour_bars(jpeg):
+    """The emulated camera's picture: 75% colour bars (white, yellow, cyan, green, magenta, red,
+    blue, black) in full range, sampled near the bottom, away from the band moving down."""
     assert djpeg_size(jpeg) == (640, 480)
     ppm = subprocess.run(["djpeg", "-pnm"], input=jpeg, capture_output=True, check=True).stdout
     pixels = ppm.split(b"\n", 3)[3]
@@ -103,13 +100,18 @@ def test_yuyv_is_encoded_and_looks_like_the_camera_picture(make_daemon, tmp_path
         i = (y * 640 + x) * 3
         return tuple(pixels[i:i + 3])
 
-    # 75% colour bars, expanded to full range: white, yellow, cyan, green, magenta, red, blue,
-    # black. Sampled near the bottom, away from the band moving down from the top.
     expected = [(191, 191, 191), (191, 191, 0), (0, 191, 191), (0, 191, 0), (191, 0, 191), (191, 0, 0),
                 (0, 0, 191), (0, 0, 0)]
     samples = [rgb(40 + 80 * bar, 470) for bar in range(8)]
     for got, want in zip(samples, expected):
         assert all(abs(g - w) <= 24 for g, w in zip(got, want)), (samples, expected)
+
+
+def test_yuyv_is_encoded_and_looks_like_the_camera_picture(make_daemon, tmp_path):
+    d = camera_daemon(make_daemon, ["--camera-formats", "yuyv"])
+    _, _, status = d.json("GET", "/status")
+    assert status["camera"]["format"] == "yuyv"
+    assert_colour_bars(d.request("GET", d.snap()["url"])[2])
 
 
 def test_rgb24_is_converted_by_libv4lconvert_and_looks_like_the_camera_picture(make_daemon):
@@ -118,21 +120,7 @@ def test_rgb24_is_converted_by_libv4lconvert_and_looks_like_the_camera_picture(m
     d = camera_daemon(make_daemon, formats="rgb24")
     _, _, status = d.json("GET", "/status")
     assert "rgb24" in status["camera"]["format"] and "libv4lconvert" in status["camera"]["format"]
-    record = d.snap()
-    _, _, jpeg = d.request("GET", record["url"])
-    assert djpeg_size(jpeg) == (640, 480)
-    ppm = subprocess.run(["djpeg", "-pnm"], input=jpeg, capture_output=True, check=True).stdout
-    pixels = ppm.split(b"\n", 3)[3]
-
-    def rgb(x, y):
-        i = (y * 640 + x) * 3
-        return tuple(pixels[i:i + 3])
-
-    expected = [(191, 191, 191), (191, 191, 0), (0, 191, 191), (0, 191, 0), (191, 0, 191), (191, 0, 0),
-                (0, 0, 191), (0, 0, 0)]
-    samples = [rgb(40 + 80 * bar, 470) for bar in range(8)]
-    for got, want in zip(samples, expected):
-        assert all(abs(g - w) <= 24 for g, w in zip(got, want)), (samples, expected)
+    assert_colour_bars(d.request("GET", d.snap()["url"])[2])
 
 
 def test_format_falls_back_when_the_preferred_one_is_missing(make_daemon):
