@@ -1,3 +1,4 @@
+import ShutterCamera
 import ShutterHTTP
 import ShutterSystem
 
@@ -6,28 +7,103 @@ import ShutterSystem
 #endif
 
 extension ShutterAPI {
+    /// Thumbnail widths `?width=` accepts, in pixels.
+    static let thumbnailWidths: ClosedRange<Int64> = 16...4096
+    /// JPEG quality of thumbnails: small files, and a gallery shows them small.
+    static let thumbnailQuality = 80
+
     /// `GET /media/{id}.jpg`: the stored JPEG, sent with `sendfile`, with validators and ranges.
     ///
     /// Runs on the event loop: opening and stat-ing one file never blocks for long,
-    /// and skipping the catalog keeps this as cheap as a static file server.
-    func media(_ request: HTTPRequest, _ parameters: RouteParameters) throws -> HTTPResponse {
+    /// and skipping the catalog keeps this as cheap as a static file server. With
+    /// `?width=`, a cached thumbnail is served here too; nil hands a missing one to `thumbnail`.
+    func media(_ request: HTTPRequest, _ parameters: RouteParameters) throws -> HTTPResponse? {
         let id = try pictureID(parameters)
-        _ = try QueryParameters(request, allowed: [])
-        let path = catalog.mediaPath(id: id)
-        let descriptor: Int32
-        do {
-            descriptor = try syscall("open") { open(path, O_RDONLY | O_CLOEXEC) }
-        } catch let error as SystemError where error.errno == ENOENT {
+        let query = try QueryParameters(request, allowed: ["width"])
+        // Opened even when a thumbnail is cached: a thumbnail a delete raced with must not
+        // outlive its picture.
+        let original = try openPicture(id: id)
+        guard let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
+            return try fileResponse(request, original, id: id, width: nil)
+        }
+        guard let cached = try openIfPresent(catalog.thumbnailPath(id: id, width: width)) else { return nil }
+        return try fileResponse(request, cached, id: id, width: width)
+    }
+
+    /// `GET /media/{id}.jpg?width=N` with no cached thumbnail: makes, caches and serves one.
+    ///
+    /// A task, because decoding and encoding take milliseconds of CPU. The thumbnail is at least
+    /// `width` wide and, unless `width` is under an eighth of the picture's, under twice it:
+    /// TurboJPEG's scaled decode (n/8) is the only resampling. A picture no wider than
+    /// `width` is served as it is.
+    func thumbnail(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try pictureID(parameters)
+        let query = try QueryParameters(request, allowed: ["width"])
+        let original = try openPicture(id: id)
+        guard let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
+            return try fileResponse(request, original, id: id, width: nil)
+        }
+        let jpeg = try readAll(original)
+        let header = try JPEGDecoder.header(of: jpeg)
+        guard width < header.width else { return try fileResponse(request, original, id: id, width: nil) }
+        let scaled = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: width)
+        let bytes = try JPEGEncoder(quality: Self.thumbnailQuality).encodeRGB(
+            scaled.pixels, width: scaled.width, height: scaled.height)
+        try catalog.storeThumbnail(bytes, id: id, width: width)
+        guard let stored = try openIfPresent(catalog.thumbnailPath(id: id, width: width)) else {
+            // Deleted with its picture between the rename and this open.
             throw notFound(id)
         }
-        let handle = FileRegion.Handle(descriptor: descriptor)
+        return try fileResponse(request, stored, id: id, width: width)
+    }
+
+    /// The picture file of `id`, or 404.
+    private func openPicture(id: Int64) throws -> FileRegion.Handle {
+        guard let handle = try openIfPresent(catalog.mediaPath(id: id)) else { throw notFound(id) }
+        return handle
+    }
+
+    /// The file at `path` opened for reading, or nil if there is none.
+    private func openIfPresent(_ path: String) throws -> FileRegion.Handle? {
+        do {
+            return FileRegion.Handle(descriptor: try syscall("open") { open(path, O_RDONLY | O_CLOEXEC) })
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        }
+    }
+
+    /// Every byte of the open file `handle`, read with pread(2) so the offset `sendfile` uses is untouched.
+    private func readAll(_ handle: FileRegion.Handle) throws -> [UInt8] {
         var info = stat()
-        _ = try syscall("fstat") { fstat(descriptor, &info) }
+        _ = try syscall("fstat") { fstat(handle.descriptor, &info) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var offset = 0
+        try bytes.withUnsafeMutableBytes { buffer in
+            while offset < buffer.count {
+                let read = try syscall("pread") {
+                    pread(
+                        handle.descriptor, buffer.baseAddress! + offset, buffer.count - offset, off_t(offset))
+                }
+                // A picture never shrinks; a short file here is one being replaced, which ids rule out.
+                guard read > 0 else { break }
+                offset += read
+            }
+        }
+        return Array(bytes.prefix(offset))
+    }
+
+    /// The response for an open picture or thumbnail (`width`), honouring validators and ranges.
+    private func fileResponse(
+        _ request: HTTPRequest, _ handle: FileRegion.Handle, id: Int64, width: Int?
+    ) throws -> HTTPResponse {
+        var info = stat()
+        _ = try syscall("fstat") { fstat(handle.descriptor, &info) }
         let length = Int(info.st_size)
         let modified = Int64(info.st_mtim.tv_sec)
-        // Pictures never change and ids are never reused, so id and size identify the bytes.
-        let validators = RepresentationValidators(
-            etag: "\"\(id)-\(length)\"", lastModified: modified, length: length)
+        // Pictures never change and ids are never reused, so id and size identify the bytes;
+        // a thumbnail's width makes it a different representation.
+        let tag = width.map { "\"\(id)-\(length)-w\($0)\"" } ?? "\"\(id)-\(length)\""
+        let validators = RepresentationValidators(etag: tag, lastModified: modified, length: length)
         var headers: HTTPHeaders = [
             "Content-Type": "image/jpeg",
             "ETag": validators.etag,

@@ -53,7 +53,10 @@ public struct ShutterAPI: Sendable {
             .patch, "/library/{id}",
             .task { request, parameters in try await patchPicture(request, parameters) })
         router.add(
-            .get, "/media/{id}.jpg", .immediate { request, parameters in try media(request, parameters) })
+            .get, "/media/{id}.jpg",
+            .immediateOrTask(
+                immediate: { request, parameters in try media(request, parameters) },
+                task: { request, parameters in try await thumbnail(request, parameters) }))
         router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
         router.add(.get, "/healthz", .immediate { request, _ in try health(request) })
         router.add(.get, "/status", .task { request, _ in try await status(request) })

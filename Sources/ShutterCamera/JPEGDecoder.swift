@@ -39,6 +39,51 @@ public enum JPEGDecoder {
         return (header.width, header.height, pixels)
     }
 
+    /// Decodes `jpeg` to packed RGB at the smallest TurboJPEG scale (n/8) at least `minimumWidth` wide.
+    ///
+    /// TurboJPEG scales inside the IDCT, so this is much cheaper than decoding at full size;
+    /// the result is never narrower than `minimumWidth` unless the picture itself is.
+    public static func decodeRGB(_ jpeg: [UInt8], minimumWidth: Int) throws -> (
+        width: Int, height: Int, pixels: [UInt8]
+    ) {
+        let handle = try makeHandle()
+        defer { tjDestroy(handle) }
+        let header = try readHeader(jpeg, handle: handle)
+        let scaled = scaledSize(width: header.width, height: header.height, minimumWidth: minimumWidth)
+        var pixels = [UInt8](repeating: 0, count: scaled.width * scaled.height * 3)
+        // tjDecompress2 picks the scaling factor that fits the requested width and height
+        // (turbojpeg.h), so asking for the exact scaled size selects exactly that factor.
+        let result = jpeg.withUnsafeBufferPointer { source in
+            pixels.withUnsafeMutableBufferPointer { destination in
+                tjDecompress2(
+                    handle, source.baseAddress, UInt(source.count), destination.baseAddress,
+                    Int32(scaled.width), Int32(scaled.width * 3), Int32(scaled.height),
+                    Int32(TJPF_RGB.rawValue), 0)
+            }
+        }
+        guard result == 0 else { throw JPEGError(call: "tjDecompress2", handle: handle) }
+        return (scaled.width, scaled.height, pixels)
+    }
+
+    /// The size of a `width` x `height` picture at the smallest TurboJPEG scale at least `minimumWidth` wide.
+    ///
+    /// Full size if no smaller scale is wide enough.
+    public static func scaledSize(width: Int, height: Int, minimumWidth: Int) -> (width: Int, height: Int) {
+        var count: Int32 = 0
+        guard let factors = tjGetScalingFactors(&count) else { return (width, height) }
+        var best = (width: width, height: height)
+        for factor in UnsafeBufferPointer(start: factors, count: Int(count)) {
+            // TJSCALED (turbojpeg.h) rounds up; it is a macro Swift cannot import.
+            let num = Int(factor.num)
+            let denom = Int(factor.denom)
+            let scaled = (
+                width: (width * num + denom - 1) / denom, height: (height * num + denom - 1) / denom
+            )
+            if scaled.width >= minimumWidth, scaled.width < best.width { best = scaled }
+        }
+        return best
+    }
+
     private static func makeHandle() throws -> tjhandle {
         guard let handle = tjInitDecompress() else { throw JPEGError(call: "tjInitDecompress", handle: nil) }
         return handle

@@ -75,6 +75,30 @@ public final class JPEGEncoder {
             subsampling: subsampling)
     }
 
+    /// Compresses packed RGB (3 bytes per pixel, rows top to bottom) to a 4:2:0 JPEG.
+    public func encodeRGB(_ pixels: [UInt8], width: Int, height: Int) throws -> [UInt8] {
+        try Self.validate(quality: quality)
+        guard width > 0, height > 0, pixels.count == width * height * 3,
+            let width32 = Int32(exactly: width), let height32 = Int32(exactly: height)
+        else {
+            throw JPEGError(
+                call: "JPEGEncoder.encodeRGB",
+                message: "\(width)x\(height) RGB image cannot have \(pixels.count) bytes")
+        }
+        // Thumbnails are small and rare, so TurboJPEG allocates the output each time
+        // instead of sharing the capture path's reused buffer.
+        var jpegBuffer: UnsafeMutablePointer<UInt8>?
+        var jpegSize: UInt = 0
+        defer { if let jpegBuffer { tjFree(jpegBuffer) } }
+        let result = pixels.withUnsafeBufferPointer { source in
+            tjCompress2(
+                handle, source.baseAddress, width32, width32 * 3, height32, Int32(TJPF_RGB.rawValue),
+                &jpegBuffer, &jpegSize, Int32(TJSAMP_420.rawValue), Int32(quality), 0)
+        }
+        guard result == 0, let jpegBuffer else { throw JPEGError(call: "tjCompress2", handle: handle) }
+        return Array(UnsafeBufferPointer(start: jpegBuffer, count: Int(jpegSize)))
+    }
+
     private func compress(
         _ planes: UnsafeMutablePointer<UInt8>, image: YUVImage, width: Int32, height: Int32,
         subsampling: Int32

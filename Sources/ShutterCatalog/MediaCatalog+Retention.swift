@@ -88,6 +88,7 @@ extension MediaCatalog {
                     "could not remove the file of a picture retention removed",
                     ["id": String(row.id), "error": "\(error)"])
             }
+            removeThumbnails(id: row.id)
         }
         logger.info(
             "retention removed pictures",

@@ -227,7 +227,19 @@ public actor MediaCatalog {
             logger.warning(
                 "could not remove the file of a deleted picture", ["id": String(id), "error": "\(error)"])
         }
+        removeThumbnails(id: id)
         return true
+    }
+
+    /// Removes the thumbnails of a deleted picture; one left behind is only wasted space, since ids are never reused.
+    func removeThumbnails(id: Int64) {
+        do {
+            try files.removeThumbnails(id: id)
+        } catch {
+            logger.warning(
+                "could not remove the thumbnails of a deleted picture",
+                ["id": String(id), "error": "\(error)"])
+        }
     }
 
     /// How many pictures there are, their total size, and the newest id.
@@ -279,6 +291,23 @@ public actor MediaCatalog {
     /// The path of the file of `id`, for serving it with sendfile.
     public nonisolated func mediaPath(id: Int64) -> String {
         files.filePath(id: id)
+    }
+
+    /// The path of the thumbnail of `id` at `width`, for serving it with sendfile.
+    public nonisolated func thumbnailPath(id: Int64, width: Int) -> String {
+        files.thumbnailPath(id: id, width: width)
+    }
+
+    /// Stores a thumbnail of `id` at `width` for `thumbnailPath(id:width:)` to serve.
+    ///
+    /// Nonisolated: thumbnails are a cache beside the pictures, written whole by one rename,
+    /// so they need no ordering with the catalog's rows.
+    public nonisolated func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws {
+        do {
+            try files.storeThumbnail(bytes, id: id, width: width)
+        } catch {
+            throw CatalogError(error)
+        }
     }
 
     // MARK: - Queries

@@ -81,26 +81,9 @@ struct MediaDirectory: Sendable {
     ///
     /// Names the catalog never writes are left out and left alone.
     func listing() throws -> Listing {
-        let descriptor = try syscall("open \(path)") { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        // fdopendir returns a pointer, which the integer `syscall` wrapper cannot check; on
-        // success the stream owns the descriptor and closedir closes it (fdopendir(3)).
-        guard let stream = fdopendir(descriptor) else {
-            let error = SystemError(errno: errno, call: "fdopendir \(path)")
-            closeDescriptor(descriptor)
-            throw error
-        }
-        defer { closedir(stream) }
         var listing = Listing()
-        while true {
-            // readdir(3): NULL with errno unchanged is the end; NULL with errno set is an error.
-            errno = 0
-            guard let entry = readdir(stream) else {
-                if errno != 0 { throw SystemError(errno: errno, call: "readdir \(path)") }
-                return listing
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        // Subdirectories (`thumbs`) have no `.jpg` or `.tmp` name, so they classify as other.
+        for name in try Self.entryNames(in: path) {
             switch Self.classify(name) {
             case .media(let id):
                 listing.mediaIDs.insert(id)
@@ -111,6 +94,86 @@ struct MediaDirectory: Sendable {
             case .other:
                 break
             }
+        }
+        return listing
+    }
+
+    // MARK: - Thumbnails
+
+    /// The directory of thumbnails, `<path>/thumbs`, made on the first thumbnail stored.
+    var thumbnailsPath: String { "\(path)/thumbs" }
+
+    /// `<path>/thumbs/<id>-<width>.jpg`.
+    func thumbnailPath(id: Int64, width: Int) -> String { "\(thumbnailsPath)/\(id)-\(width).jpg" }
+
+    /// Writes `bytes` as the thumbnail of `id` at `width`, complete under its final name or absent.
+    ///
+    /// No fsync: a thumbnail lost in a power cut is made again on the next request.
+    func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws {
+        do {
+            _ = try syscall("mkdir \(thumbnailsPath)") { mkdir(thumbnailsPath, 0o755) }
+        } catch let error as SystemError where error.errno == EEXIST {
+            // Made by an earlier thumbnail; mkdir(2) is the check, so there is no race with a stat.
+        }
+        // Two requests may make the same thumbnail at once: each writes its own temporary name.
+        let temporary =
+            "\(thumbnailsPath)/.\(id)-\(width).jpg.\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let descriptor = try syscall("open \(temporary)") {
+            open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
+        }
+        var descriptorOpen = true
+        do {
+            try Self.writeAll(bytes, to: descriptor)
+            descriptorOpen = false
+            try Self.close(descriptor, path: temporary)
+            // rename(2) replaces the name atomically: readers see no thumbnail or a whole one.
+            _ = try syscall("rename \(temporary)") { rename(temporary, thumbnailPath(id: id, width: width)) }
+        } catch {
+            if descriptorOpen { closeDescriptor(descriptor) }
+            _ = unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Removes every thumbnail of `id` (`thumbs/<id>-*.jpg`); returns how many there were.
+    @discardableResult
+    func removeThumbnails(id: Int64) throws -> Int {
+        let names: [String]
+        do {
+            names = try Self.entryNames(in: thumbnailsPath)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return 0
+        }
+        var removed = 0
+        for name in names where name.hasPrefix("\(id)-") && name.hasSuffix(".jpg") {
+            if try removeFile(atPath: "\(thumbnailsPath)/\(name)") { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The names in the directory at `path`, without `.` and `..`.
+    private static func entryNames(in path: String) throws -> [String] {
+        let descriptor = try syscall("open \(path)") { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        // fdopendir returns a pointer, which the integer `syscall` wrapper cannot check; on
+        // success the stream owns the descriptor and closedir closes it (fdopendir(3)).
+        guard let stream = fdopendir(descriptor) else {
+            let error = SystemError(errno: errno, call: "fdopendir \(path)")
+            closeDescriptor(descriptor)
+            throw error
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while true {
+            // readdir(3): NULL with errno unchanged is the end; NULL with errno set is an error.
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw SystemError(errno: errno, call: "readdir \(path)") }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
         }
     }
 

@@ -198,12 +198,29 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         case .handler(.immediate(let handler), let parameters):
             complete(id, Self.respond(server.logger) { try handler(request, parameters) })
         case .handler(.task(let handler), let parameters):
-            let logger = server.logger
-            let loop = server.loop
-            Task {
-                let response = await Self.respondAsync(logger) { try await handler(request, parameters) }
-                loop.execute { self.complete(id, response) }
+            startTask(id) { try await handler(request, parameters) }
+        case .handler(.immediateOrTask(let immediate, let task), let parameters):
+            let answer: HTTPResponse?
+            do {
+                answer = try immediate(request, parameters)
+            } catch {
+                answer = Self.errorResponse(error, server.logger)
             }
+            if let answer {
+                complete(id, answer)
+            } else {
+                startTask(id) { try await task(request, parameters) }
+            }
+        }
+    }
+
+    /// Runs `handler` as a Swift task and completes request `id` with its response on the loop.
+    private func startTask(_ id: UInt64, _ handler: @escaping @Sendable () async throws -> HTTPResponse) {
+        let logger = server.logger
+        let loop = server.loop
+        Task {
+            let response = await Self.respondAsync(logger) { try await handler() }
+            loop.execute { self.complete(id, response) }
         }
     }
 

@@ -11,6 +11,12 @@ public enum RouteHandler: Sendable {
     case immediate(@Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse)
     /// Runs as a Swift task; its response is handed back to the loop.
     case task(@Sendable (HTTPRequest, RouteParameters) async throws -> HTTPResponse)
+    /// Runs `immediate` on the event-loop thread; when it returns nil, runs `task` as a Swift task.
+    ///
+    /// For endpoints whose common case is cheap (a cached file) and whose rare case is CPU work.
+    case immediateOrTask(
+        immediate: @Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse?,
+        task: @Sendable (HTTPRequest, RouteParameters) async throws -> HTTPResponse)
 }
 
 /// Maps method and path to a handler. Patterns are literal segments and `{name}`

@@ -34,4 +34,38 @@ import Testing
         #expect(decoded.pixels.count == 16 * 8 * 3)
         #expect(decoded.pixels.allSatisfy { abs(Int($0) - 200) <= 2 })
     }
+
+    @Test func scaledDecodePicksTheSmallestScaleAtLeastTheWidthAsked() throws {
+        let image = YUVImage(width: 1280, height: 720, subsampling: .yuv420)
+        let jpeg = try JPEGEncoder(quality: 80).encode(image)
+        let quarter = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: 320)
+        #expect(quarter.width == 320 && quarter.height == 180)
+        #expect(quarter.pixels.count == 320 * 180 * 3)
+        // 300 is between 1/4 (320) and 3/16 (not a TurboJPEG scale), so 1/4 again.
+        #expect(JPEGDecoder.scaledSize(width: 1280, height: 720, minimumWidth: 300) == (320, 180))
+        // 330 is just over 1/4: 3/8 is the next scale up.
+        #expect(JPEGDecoder.scaledSize(width: 1280, height: 720, minimumWidth: 330) == (480, 270))
+        // Below 1/8, 1/8 is the smallest there is.
+        #expect(JPEGDecoder.scaledSize(width: 1280, height: 720, minimumWidth: 16) == (160, 90))
+        // Wider than the picture: full size, never enlarged.
+        #expect(JPEGDecoder.scaledSize(width: 1280, height: 720, minimumWidth: 5000) == (1280, 720))
+        // Odd sizes round up, as TJSCALED does.
+        #expect(JPEGDecoder.scaledSize(width: 641, height: 481, minimumWidth: 80) == (81, 61))
+    }
+
+    @Test func scaledDecodeReEncodesToAJPEGOfThatSize() throws {
+        let image = YUVImage(width: 640, height: 480, subsampling: .yuv422)
+        let jpeg = try JPEGEncoder(quality: 90).encode(image)
+        let small = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: 100)
+        #expect(small.width == 160 && small.height == 120)
+        let thumbnail = try JPEGEncoder(quality: 80).encodeRGB(
+            small.pixels, width: small.width, height: small.height)
+        let header = try JPEGDecoder.header(of: thumbnail)
+        #expect(header.width == 160 && header.height == 120 && header.subsampling == .yuv420)
+        // Limited-range black stays black through the full-range expansion and back.
+        #expect(try JPEGDecoder.decodeRGB(thumbnail).pixels.allSatisfy { $0 <= 4 })
+        #expect(throws: JPEGError.self) {
+            try JPEGEncoder(quality: 80).encodeRGB([0, 0], width: 1, height: 1)
+        }
+    }
 }

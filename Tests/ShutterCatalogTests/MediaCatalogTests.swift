@@ -230,6 +230,52 @@ import Testing
         }
     }
 
+    @Test func thumbnailsAreServedFromTheirOwnDirectoryAndGoWithTheirPicture() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            let picture = try await catalog.add(seed: 1)
+            let neighbour = try await catalog.add(seed: 11)
+            #expect(catalog.thumbnailPath(id: 1, width: 320) == "\(directory)/media/thumbs/1-320.jpg")
+            try catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
+            try catalog.storeThumbnail(fakeJPEG(seed: 3), id: picture.id, width: 160)
+            try catalog.storeThumbnail(fakeJPEG(seed: 4), id: neighbour.id, width: 320)
+            #expect(readFile(catalog.thumbnailPath(id: picture.id, width: 320)) == fakeJPEG(seed: 2))
+            // A second store replaces the first whole.
+            try catalog.storeThumbnail(fakeJPEG(seed: 5), id: picture.id, width: 320)
+            #expect(readFile(catalog.thumbnailPath(id: picture.id, width: 320)) == fakeJPEG(seed: 5))
+
+            #expect(try await catalog.delete(id: picture.id))
+            #expect(!fileExists(catalog.thumbnailPath(id: picture.id, width: 320)))
+            #expect(!fileExists(catalog.thumbnailPath(id: picture.id, width: 160)))
+            // `1-` must not match the thumbnails of 11.
+            #expect(fileExists(catalog.thumbnailPath(id: neighbour.id, width: 320)))
+        }
+    }
+
+    @Test func thumbnailsAreNeitherListedNorReconciledAsPictures() async throws {
+        try await withTemporaryDirectory { directory in
+            let picture: MediaRecord
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                picture = try await catalog.add(seed: 1)
+                try catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
+            }
+            // Names in thumbs/ that would be media or leftovers if they were one level up.
+            try writeFile("\(directory)/media/thumbs/7.jpg", fakeJPEG(seed: 3))
+            try writeFile("\(directory)/media/thumbs/.8.jpg.tmp", fakeJPEG(seed: 4))
+            let listing = try MediaDirectory(path: "\(directory)/media").listing()
+            #expect(listing.mediaIDs == [picture.id])
+            #expect(listing.temporaryFiles.isEmpty)
+            #expect(listing.largestID == picture.id)
+
+            let reopened = try MediaCatalog.open(directory)
+            #expect(reopened.reconciliation.removedOrphanFileIDs.isEmpty)
+            #expect(reopened.reconciliation.removedTemporaryFiles.isEmpty)
+            #expect(fileExists(reopened.thumbnailPath(id: picture.id, width: 320)))
+            #expect(try await reopened.page(limit: 10).items.map(\.id) == [picture.id])
+        }
+    }
+
     @Test func deleteRemovesRowAndFile() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)

@@ -37,6 +37,17 @@ import Testing
         router.add(
             .post, "/echo", .task { request, _ in HTTPResponse(body: .bytes(request.body)) })
         router.add(
+            .get, "/maybe",
+            .immediateOrTask(
+                immediate: { request, _ in
+                    switch request.queryValue("on") {
+                    case "loop": HTTPResponse(body: .bytes(Array("loop".utf8)))
+                    case "error": throw HTTPError(.badRequest, detail: "bad")
+                    default: nil
+                    }
+                },
+                task: { _, _ in HTTPResponse(body: .bytes(Array("task".utf8))) }))
+        router.add(
             .get, "/fail",
             .task { _, _ in throw SystemError(errno: EIO, call: "secret internal call") })
         return router
@@ -74,6 +85,25 @@ import Testing
             let response = try #require(slowReader.readResponse())
             #expect(response.body.count == size)
             #expect(response.body == (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        }
+    }
+
+    @Test func immediateOrTaskFallsBackToTheTaskOnlyWhenTheLoopDeclines() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /maybe?on=loop HTTP/1.1\r\nHost: t\r\n\r\nGET /maybe HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /maybe?on=error HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            var answers: [String] = []
+            while let response = socket.readResponse() {
+                answers.append(
+                    "\(response.status) \(String(decoding: response.body, as: UTF8.self).prefix(4))")
+            }
+            #expect(answers.count == 3)
+            #expect(answers.prefix(2) == ["200 loop", "200 task"])
+            #expect(answers.last?.hasPrefix("400") == true)
         }
     }
 

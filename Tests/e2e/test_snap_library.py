@@ -227,3 +227,53 @@ def test_snap_with_max_age_accepts_a_recent_frame(make_daemon):
     for bad in ["/snap?max_age_ms=-1", "/snap?max_age_ms=soon", "/snap?max_age_ms=600000"]:
         status, _, body = d.json("POST", bad)
         assert status == 400 and "max_age_ms" in body["detail"]
+
+
+def test_media_width_serves_a_cached_thumbnail_that_goes_with_its_picture(make_daemon, tmp_path):
+    d = make_daemon(["--size", "1280x720", "--fps", "30"])
+    record = d.snap()
+    url = record["url"]
+    _, _, original = d.request("GET", url)
+
+    status, headers, thumb = d.request("GET", f"{url}?width=320")
+    assert status == 200 and headers["content-type"] == "image/jpeg"
+    assert "immutable" in headers["cache-control"]
+    width, height = djpeg_size(thumb)
+    # TurboJPEG's scaled decode: at least the width asked, under twice it, same aspect ratio.
+    assert 320 <= width < 640
+    assert abs(height - width * 720 / 1280) <= 1
+    assert len(thumb) < len(original)
+    etag = headers["etag"]
+    assert etag == f'"{record["id"]}-{len(thumb)}-w320"'
+    thumb_file = tmp_path / "data" / "media" / "thumbs" / f"{record['id']}-320.jpg"
+    assert thumb_file.read_bytes() == thumb
+
+    # The second request is the cached file: same bytes and validator, and conditional requests work.
+    status, headers, again = d.request("GET", f"{url}?width=320")
+    assert status == 200 and again == thumb and headers["etag"] == etag
+    status, _, body = d.request("GET", f"{url}?width=320", headers={"If-None-Match": etag})
+    assert status == 304 and body == b""
+    status, _, part = d.request("GET", f"{url}?width=320", headers={"Range": "bytes=0-9"})
+    assert status == 206 and part == thumb[:10]
+
+    # As wide as the picture or wider (up to the 4096 limit): the original itself.
+    for wide in (1280, 4096):
+        status, headers, same = d.request("GET", f"{url}?width={wide}")
+        assert status == 200 and same == original
+        assert headers["etag"] == f'"{record["id"]}-{len(original)}"'
+
+    for bad in ("abc", "0", "15", "4097", "5000", ""):
+        status, _, body = d.request("GET", f"{url}?width={bad}")
+        assert status == 400, bad
+        assert "width" in json.loads(body)["detail"]
+    assert d.request("GET", f"{url}?height=320")[0] == 400
+    assert d.request("GET", "/media/999999.jpg?width=320")[0] == 404
+
+    # Thumbnails are not pictures: the library still has exactly one.
+    _, _, page = d.json("GET", "/library")
+    assert [item["id"] for item in page["items"]] == [record["id"]]
+
+    assert d.request("DELETE", f"/library/{record['id']}")[0] == 204
+    assert not thumb_file.exists()
+    assert d.request("GET", f"{url}?width=320")[0] == 404
+    assert not thumb_file.exists()
