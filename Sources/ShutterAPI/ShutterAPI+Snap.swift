@@ -99,14 +99,3 @@ extension ShutterAPI {
         return "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())"
     }
 }
-
-/// Accepts an empty body or an empty JSON object `{}`; anything else is a 400 that says so.
-func requireEmptyJSONObject(_ request: HTTPRequest) throws {
-    let text = String(decoding: request.body, as: UTF8.self).trimmingSpaces()
-    let compact = text.filter { !$0.isWhitespace }
-    guard compact.isEmpty || compact == "{}" else {
-        throw HTTPError(
-            .badRequest, "unexpected body",
-            detail: "\(request.method) \(request.path ?? "") takes no options yet; send no body or {}")
-    }
-}
