@@ -582,6 +582,7 @@ static void deliver_frame(struct device *device, uint32_t sequence) {
         .phase = sequence % EMU_RING_FRAMES,
         .strip_dht = mjpeg && emu_knobs.no_dht_every > 0 && count % emu_knobs.no_dht_every == 0,
         .truncate = mjpeg && emu_knobs.corrupt_every > 0 && count % emu_knobs.corrupt_every == 0,
+        .stamp = mjpeg && emu_knobs.stamp,
     };
     buffer->state = BUFFER_FILLING;
     uint8_t *memory = device->memory + device->buffer_stride * index;
@@ -598,6 +599,11 @@ static void deliver_frame(struct device *device, uint32_t sequence) {
     pthread_mutex_lock(&lock);
     if (device->stopping) {
         return;
+    }
+    if (request.stamp && !error) {
+        /* Under the lock, just before DONE: DQBUF can hand the buffer out from this moment,
+         * so the stamp is the frame's "capture" time as a V4L2 program sees it. */
+        emu_frame_stamp(memory, used);
     }
     buffer->state = BUFFER_DONE;
     buffer->order = ++device->order_counter;

@@ -72,6 +72,7 @@ struct emu_knobs {
     int open_error;          /* errno for every open(), 0 = none */
     unsigned no_dht_every;   /* strip DHT from every Nth MJPEG frame; 0 = never */
     unsigned corrupt_every;  /* truncate every Nth MJPEG frame; 0 = never */
+    bool stamp;              /* COM segment with the CLOCK_REALTIME delivery time in MJPEG */
     bool log;
     char state_dir[256];     /* "" = keep state in this process only */
     time_t loaded_at;        /* the device node's timestamps (stat) */
@@ -156,6 +157,7 @@ struct emu_frame_request {
     uint32_t phase;       /* position in the animation, 0...EMU_RING_FRAMES-1 */
     bool strip_dht;
     bool truncate;
+    bool stamp; /* leave room for the delivery stamp (emu_frame_stamp) right after SOI */
 };
 
 /* Frame thread state: the encoder and the MJPEG ring. Owned by one frame thread at a time. */
@@ -167,5 +169,16 @@ void emu_frame_source_free(struct emu_frame_source *source);
  * sizes offered) or could not be encoded. */
 size_t emu_frame_render(struct emu_frame_source *source, const struct emu_frame_request *request,
                         uint8_t *dst, size_t capacity, bool *error);
+
+/* EMUCAM_STAMP: an MJPEG frame starts with SOI and then this COM segment, its 19 digits zeros
+ * until emu_frame_stamp() writes the time the frame became available to DQBUF. */
+#define EMU_STAMP_PREFIX "emucam-t="
+enum {
+    EMU_STAMP_DIGITS = 19, /* nanoseconds since the epoch, zero-padded (enough until 2286) */
+    /* FF FE, the 2-byte length (which counts itself), the text. */
+    EMU_STAMP_SEGMENT_BYTES = 4 + (int)sizeof EMU_STAMP_PREFIX - 1 + EMU_STAMP_DIGITS,
+};
+/* Writes CLOCK_REALTIME now into the stamp of a frame rendered with request->stamp. */
+void emu_frame_stamp(uint8_t *frame, size_t used);
 
 #endif

@@ -312,16 +312,32 @@ static size_t render_mjpeg(struct emu_frame_source *source,
                            size_t capacity, bool *error) {
     const uint8_t *jpeg;
     size_t size;
-    if (!ring_frame(source, request, &jpeg, &size) || size > capacity) {
+    size_t stamp = request->stamp ? EMU_STAMP_SEGMENT_BYTES : 0;
+    if (!ring_frame(source, request, &jpeg, &size) || size + stamp > capacity) {
         *error = true;
         return 0;
     }
+    /* With a stamp, the frame is copied `stamp` bytes further on and the COM segment then
+     * written over the copy's SOI, after a new SOI: SOI, COM, the frame's own segments. */
+    uint8_t *out = dst + stamp;
     size_t used;
     if (request->strip_dht) {
-        used = copy_without_dht(jpeg, size, dst);
+        used = copy_without_dht(jpeg, size, out);
     } else {
-        memcpy(dst, jpeg, size);
+        memcpy(out, jpeg, size);
         used = size;
+    }
+    if (stamp > 0) {
+        size_t length = stamp - 2; /* the length field counts itself, not the marker */
+        dst[0] = 0xFF;
+        dst[1] = 0xD8;
+        dst[2] = 0xFF;
+        dst[3] = 0xFE;
+        dst[4] = (uint8_t)(length >> 8);
+        dst[5] = (uint8_t)(length & 0xFF);
+        memcpy(dst + 6, EMU_STAMP_PREFIX, sizeof EMU_STAMP_PREFIX - 1);
+        memset(dst + 6 + sizeof EMU_STAMP_PREFIX - 1, '0', EMU_STAMP_DIGITS);
+        used += stamp;
     }
     if (request->truncate) {
         /* Half a frame: the EOI marker and most of the scan are missing, as when a camera
@@ -329,6 +345,20 @@ static size_t render_mjpeg(struct emu_frame_source *source,
         used /= 2;
     }
     return used;
+}
+
+void emu_frame_stamp(uint8_t *frame, size_t used) {
+    if (used < 2 + EMU_STAMP_SEGMENT_BYTES) {
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    uint8_t *digit = frame + 2 + EMU_STAMP_SEGMENT_BYTES - 1;
+    for (int i = 0; i < EMU_STAMP_DIGITS; i++) {
+        *digit-- = (uint8_t)('0' + ns % 10);
+        ns /= 10;
+    }
 }
 
 struct emu_frame_source *emu_frame_source_new(void) {

@@ -225,6 +225,7 @@ void emu_knobs_load(void) {
     load_open_error();
     load_no_dht();
     emu_knobs.corrupt_every = read_unsigned("EMUCAM_CORRUPT_EVERY", 0, 0, 1000000);
+    emu_knobs.stamp = read_unsigned("EMUCAM_STAMP", 0, 0, 1) == 1;
     const char *log = getenv("EMUCAM_LOG");
     emu_knobs.log = log != NULL && *log != '\0' && strcmp(log, "0") != 0;
     const char *state_dir = getenv("EMUCAM_STATE_DIR");

@@ -28,6 +28,7 @@ KNOBS = (
     "open_error",      # errno name open() fails with: EACCES, EBUSY, ...
     "mjpeg_no_dht",    # True or "every:N": MJPEG frames without Huffman tables
     "corrupt_every",   # every Nth MJPEG frame truncated
+    "stamp",           # True: MJPEG frames carry a COM segment "emucam-t=<CLOCK_REALTIME ns>"
     "log",             # True: trace every call on the device to stderr
     "state_dir",       # directory for format, rate and controls shared between processes
 )

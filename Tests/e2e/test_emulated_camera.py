@@ -165,6 +165,7 @@ def test_raw_mjpeg_frames_carry_huffman_tables_by_default(tmp_path):
     assert len(frames) == 4
     assert all(b"\xff\xc4" in f and f.endswith(b"\xff\xd9") for f in frames)
     assert all(decodes(f, 640, 480) for f in frames)
+    assert not any(STAMP.match(f) for f in frames)
 
 
 def test_mjpeg_without_dht_still_decodes(tmp_path):
@@ -179,6 +180,27 @@ def test_mjpeg_without_dht_still_decodes(tmp_path):
                               str(out), "-f", "framemd5", "-"], capture_output=True, text=True)
     assert decoded.returncode == 0 and decoded.stderr == "", decoded.stderr
     assert len([l for l in decoded.stdout.splitlines() if not l.startswith("#")]) == 5
+
+
+# EMUCAM_STAMP: SOI, then a COM segment of 30 bytes with the delivery time in nanoseconds.
+STAMP = re.compile(rb"\A\xff\xd8\xff\xfe\x00\x1eemucam-t=(\d{19})\xff")
+
+
+def test_stamp_knob_puts_the_delivery_time_in_a_com_segment(tmp_path):
+    out = tmp_path / "frames.mjpeg"
+    started = time.time_ns()
+    result = run(["v4l2-ctl", "--set-fmt-video=width=1280,height=720,pixelformat=MJPG",
+                  "--stream-mmap", "--stream-count=10", f"--stream-to={out}"], stamp=True)
+    ended = time.time_ns()
+    assert result.returncode == 0, result.stderr
+    frames = jpeg_frames(out.read_bytes())
+    assert len(frames) == 10
+    stamps = [int(STAMP.match(f).group(1)) for f in frames]
+    assert all(started < stamp < ended for stamp in stamps)
+    assert all(a < b for a, b in zip(stamps, stamps[1:]))
+    # One frame interval (33 ms) apart on average; a busy machine may skip a tick or two.
+    assert 25e6 < (stamps[-1] - stamps[0]) / 9 < 100e6
+    assert all(f.endswith(b"\xff\xd9") and decodes(f, 1280, 720) for f in frames)
 
 
 CAPTURE_MJPEG = """
@@ -425,12 +447,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_ustreamer_serves_a_snapshot_from_the_camera():
+def ustreamer_snapshot(args, **knobs):
+    """Starts ustreamer on the camera with these extra arguments; returns (snapshot, stderr)."""
     port = free_port()
     process = subprocess.Popen(
         ["ustreamer", "--device=/dev/video0", "--format=MJPEG", "--resolution=640x480",
-         "--host=127.0.0.1", f"--port={port}"],
-        env=emucam_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+         "--host=127.0.0.1", f"--port={port}"] + args,
+        env=emucam_env(**knobs), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         snapshot = None
         deadline = time.monotonic() + 10
@@ -442,12 +465,27 @@ def test_ustreamer_serves_a_snapshot_from_the_camera():
                         snapshot = response.read()
             except OSError:
                 time.sleep(0.2)
-        assert snapshot is not None, "ustreamer served no snapshot"
-        assert snapshot.startswith(b"\xff\xd8") and decodes(snapshot, 640, 480)
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=10)
+    return snapshot, stderr
+
+
+def test_ustreamer_serves_a_snapshot_from_the_camera():
+    snapshot, stderr = ustreamer_snapshot([])
+    assert snapshot is not None, "ustreamer served no snapshot"
+    assert snapshot.startswith(b"\xff\xd8") and decodes(snapshot, 640, 480)
     assert b"Capturing started" in stderr
+
+
+def test_ustreamer_passes_the_stamp_through_untouched():
+    # benchmarks/preview_bench.py measures latency with the stamp, through this passthrough.
+    snapshot, _ = ustreamer_snapshot(["--encoder=HW"], stamp=True)
+    assert snapshot is not None, "ustreamer served no snapshot"
+    stamp = STAMP.match(snapshot)
+    assert stamp is not None, snapshot[:64]
+    assert 0 < time.time_ns() - int(stamp.group(1)) < 5e9
+    assert decodes(snapshot, 640, 480)
 
 
 def test_a_bad_knob_stops_the_process_with_a_message():
