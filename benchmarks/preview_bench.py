@@ -19,7 +19,8 @@ request, never read) to 10 readers, to see what slow clients cost in memory.
 CPU per delivered frame = the server's CPU seconds (utime + stime, all threads) in the window /
 frames delivered to all viewers in the window. The emulated camera runs inside each server
 (LD_PRELOAD), so its frame generation (a memcpy of a pre-encoded frame per tick) is in both
-servers' CPU: the same for both.
+servers' CPU: the same for both. Its thread is named emucam-frames, and the JSON (--json) has
+every server's CPU by thread name, that one included.
 
 Usage: benchmarks/preview_bench.py [--seconds 10] [--warmup 2] [--viewers 1,10,50,100]
        [--stalled 20] [--servers ustreamer,shutterd] [--json results.json] [--shutterd PATH]
@@ -150,6 +151,8 @@ def measure(name, viewers, seconds, warmup, stalled=0):
         "rss_mib_start": round(daemon["rss_kib_start"] / 1024, 1),
         "hwm_mib": round(daemon["hwm_kib"] / 1024, 1),
         "threads_cpu_s": daemon["threads"],
+        # The emulated camera's frame thread (named by libemucam), the same work in both servers.
+        "emulator_cpu_s": daemon["threads"].get("emucam-frames"),
     })
     return result
 

@@ -626,6 +626,9 @@ static void deliver_frame(struct device *device, uint32_t sequence) {
  * busy) missed ticks are skipped, not delivered in a burst, as a sensor would have done. */
 static void *frame_thread(void *argument) {
     struct device *device = argument;
+    /* Named, so that a benchmark reading /proc/PID/task can tell the emulator's cost (it runs
+     * inside the program under test) from the program's own threads. */
+    pthread_setname_np(pthread_self(), "emucam-frames");
     pthread_mutex_lock(&lock);
     int64_t interval = 1000000000 / device->rate;
     int64_t start = now_ns();
