@@ -126,6 +126,22 @@ public actor CaptureService {
         }
     }
 
+    /// Sends every frame, and the "no signal" frame while the camera is gone, to `observer` on
+    /// the capture thread while `setLiveDemand(true)`; it must return quickly.
+    nonisolated func setFrameObserver(_ observer: FrameExchange.Observer?) {
+        shared.exchange.setObserver(observer)
+    }
+
+    /// Whether live viewers want every frame (encoded, and opened from idle, for them).
+    nonisolated func setLiveDemand(_ wanted: Bool) {
+        shared.exchange.setLiveDemand(wanted)
+    }
+
+    /// The "no signal" frame while the camera is failing, else nil.
+    nonisolated var currentNoSignalFrame: EncodedFrame? {
+        shared.exchange.failure != nil ? shared.exchange.noSignalFrame : nil
+    }
+
     /// Keeps the camera open while `awake` (an active job), whatever `idleAfterMilliseconds` says.
     public nonisolated func keepAwake(_ awake: Bool) {
         shared.keepAwake.store(awake, ordering: .relaxed)
@@ -236,6 +252,8 @@ private final class CaptureLoop: @unchecked Sendable {
     /// When someone last wanted a frame, ran a command, or kept the camera awake.
     private var lastDemand = SystemClock().monotonicNow()
     private var lastFailure: String?
+    /// When the "no signal" frame was last drawn, so live viewers get one about once a second.
+    private var lastNoSignal: (at: MonotonicInstant, reason: String)?
     /// The source's own drop counters, if it keeps any (looked up once, not per frame).
     private let dropCounting: (any FrameDropCounting)?
 
@@ -280,6 +298,7 @@ private final class CaptureLoop: @unchecked Sendable {
                 shared.counters.reopens.add(1, ordering: .relaxed)
                 logger.notice("camera recovered", ["camera": source.name])
                 lastFailure = nil
+                lastNoSignal = nil
             }
             logger.info(
                 "camera started",
@@ -380,12 +399,19 @@ private final class CaptureLoop: @unchecked Sendable {
         let deadline = clock.monotonicNow().advanced(by: reopenIntervalNanoseconds)
         while !shared.isStopping && clock.monotonicNow() < deadline {
             shared.failPendingCommands(CaptureError.cameraUnavailable(lastFailure ?? "camera unavailable"))
+            if let lastFailure { publishNoSignal(lastFailure) }
             SystemClock.sleep(until: min(deadline, clock.monotonicNow().advanced(by: 100_000_000)))
         }
-        if let lastFailure { publishNoSignal(lastFailure) }
     }
 
+    /// Draws the "no signal" frame with the time and `reason`: at once for a new reason, else
+    /// at most about once a second (its clock advances; live viewers see the daemon is alive).
     private func publishNoSignal(_ reason: String) {
+        let drawnAt = clock.monotonicNow()
+        if let last = lastNoSignal, last.reason == reason, drawnAt.nanoseconds(since: last.at) < 950_000_000 {
+            return
+        }
+        lastNoSignal = (drawnAt, reason)
         let mode = shared.mode
         let now = clock.wallMillisecondsNow()
         let image = NoSignalPattern.render(

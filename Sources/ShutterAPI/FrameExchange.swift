@@ -15,7 +15,13 @@ public enum CaptureError: Error, Sendable, Equatable {
 ///
 /// The capture thread asks `wantsFrame()` before encoding, so frames nobody waits
 /// for are never encoded: an idle daemon spends no CPU on JPEG.
+///
+/// Live viewers do not wait frame by frame: while `liveDemand` is set, every frame (and every
+/// "no signal" frame) also goes to the observer, on the capture thread.
 final class FrameExchange: Sendable {
+    /// Receives frames for live viewers: the frame, and whether it is the "no signal" picture.
+    typealias Observer = @Sendable (EncodedFrame, _ isNoSignal: Bool) -> Void
+
     private struct Waiter {
         let notBefore: MonotonicInstant
         let continuation: CheckedContinuation<EncodedFrame, any Error>
@@ -27,6 +33,8 @@ final class FrameExchange: Sendable {
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiterID: UInt64 = 1
         var failure: CaptureError?
+        var observer: Observer?
+        var liveDemand = false
     }
 
     // All state behind one lock: taken by the capture thread once per frame and by
@@ -35,12 +43,22 @@ final class FrameExchange: Sendable {
 
     /// Whether anyone is waiting, i.e. whether the next frame should be encoded.
     func wantsFrame() -> Bool {
-        state.withLock { !$0.waiters.isEmpty }
+        state.withLock { !$0.waiters.isEmpty || $0.liveDemand }
+    }
+
+    /// Sets who receives every frame while `liveDemand` is on.
+    func setObserver(_ observer: Observer?) {
+        state.withLock { $0.observer = observer }
+    }
+
+    /// Turns the live feed on (someone is watching) or off.
+    func setLiveDemand(_ wanted: Bool) {
+        state.withLock { $0.liveDemand = wanted }
     }
 
     /// Publishes a frame and resumes every waiter it satisfies.
     func publish(_ frame: EncodedFrame) {
-        let ready = state.withLock { state -> [Waiter] in
+        let (ready, observer) = state.withLock { state -> ([Waiter], Observer?) in
             state.latest = frame
             state.failure = nil
             var ready: [Waiter] = []
@@ -48,14 +66,19 @@ final class FrameExchange: Sendable {
                 ready.append(waiter)
                 state.waiters.removeValue(forKey: id)
             }
-            return ready
+            return (ready, state.liveDemand ? state.observer : nil)
         }
         for waiter in ready { waiter.continuation.resume(returning: frame) }
+        observer?(frame, false)
     }
 
     /// Keeps the frame shown instead of the camera while it is gone.
     func publishNoSignal(_ frame: EncodedFrame) {
-        state.withLock { $0.noSignal = frame }
+        let observer = state.withLock { state -> Observer? in
+            state.noSignal = frame
+            return state.liveDemand ? state.observer : nil
+        }
+        observer?(frame, true)
     }
 
     /// The newest "no signal" frame, if the camera has failed since start.

@@ -40,6 +40,18 @@ struct QueryParameters {
         values[name]
     }
 
+    /// A number (fractions allowed) within `range`, or nil if absent; 400 if malformed or out of range.
+    func number(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let text = values[name] else { return nil }
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail:
+                    "\(name) must be a number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
     /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = values[name] else { return nil }

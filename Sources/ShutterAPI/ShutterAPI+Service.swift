@@ -38,12 +38,35 @@ extension ShutterAPI {
         libraryObject.field("pictures", statistics.count)
         libraryObject.field("bytes", statistics.totalBytes)
         libraryObject.field("newest_id", statistics.newestID)
+        let previewStatistics = preview.statistics
+        let now = clock.monotonicNow()
+        var viewerItems: [String] = []
+        for viewer in previewStatistics.viewers {
+            var item = JSONObjectWriter()
+            item.field("id", viewer.id)
+            item.field("width", viewer.width.map(Int64.init))
+            if let fps = viewer.maximumFramesPerSecond {
+                item.field("max_fps", fps)
+            } else {
+                item.rawField("max_fps", "null")
+            }
+            item.field("frames_sent", viewer.framesSent)
+            item.field("frames_skipped", viewer.framesSkipped)
+            item.field("connected_s", Double(now.nanoseconds(since: viewer.connectedAt) / 1_000_000) / 1000)
+            viewerItems.append(item.finished())
+        }
+        var previewObject = JSONObjectWriter()
+        previewObject.field("viewers", previewStatistics.viewers.count)
+        previewObject.field("frames_sent", previewStatistics.framesSent)
+        previewObject.field("frames_skipped", previewStatistics.framesSkipped)
+        previewObject.rawField("viewer_list", "[" + viewerItems.joined(separator: ",") + "]")
         var object = JSONObjectWriter()
         object.field("version", Self.version)
         object.field(
             "uptime_s", Double(clock.monotonicNow().nanoseconds(since: startedAt) / 1_000_000) / 1000)
         object.rawField("camera", cameraObject.finished())
         object.rawField("library", libraryObject.finished())
+        object.rawField("preview", previewObject.finished())
         return .json(.ok, object.finished(), headers: ["Cache-Control": "no-store"])
     }
 }

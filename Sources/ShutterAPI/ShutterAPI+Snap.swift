@@ -99,3 +99,24 @@ extension ShutterAPI {
         return "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())"
     }
 }
+
+extension ShutterAPI {
+    /// `GET /preview.mjpg`: the live picture as `multipart/x-mixed-replace` MJPEG, every frame
+    /// encoded once for all viewers; `fps` caps this viewer's rate, `width` asks for a smaller size.
+    func previewStream(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try QueryParameters(request, allowed: ["fps", "width"])
+        let framesPerSecond = try query.number("fps", in: 0.1...120)
+        let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init)
+        let viewer = preview.makeViewer(framesPerSecond: framesPerSecond, width: width)
+        return HTTPResponse(
+            status: .ok,
+            headers: [
+                "Content-Type": LivePreview.contentType,
+                "Cache-Control": "no-store, no-cache, must-revalidate, max-age=0",
+                "Pragma": "no-cache",
+                // Stops buffering reverse proxies (nginx) from holding frames back.
+                "X-Accel-Buffering": "no",
+            ],
+            body: .stream(viewer))
+    }
+}

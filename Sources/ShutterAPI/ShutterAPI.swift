@@ -16,6 +16,8 @@ public struct ShutterAPI: Sendable {
     let logger: Logger
     /// The owner of every capture job; the daemon starts and stops it.
     public let jobs: JobService
+    /// The `/preview.mjpg` viewers and the frames fanned out to them.
+    let preview: LivePreview
     /// The daemon's version, shown by `/status` and `--version`.
     public static let version = "0.1.0"
 
@@ -37,6 +39,10 @@ public struct ShutterAPI: Sendable {
                 maxCount: configuration.maxJobShots, maxActiveJobs: configuration.maxActiveJobs),
             frameTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
             logger: logger.with("component", "jobs"))
+        self.preview = LivePreview(
+            capture: capture, quality: configuration.quality,
+            stallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
+            logger: logger.with("component", "preview"))
     }
 
     /// Every endpoint.
@@ -58,6 +64,7 @@ public struct ShutterAPI: Sendable {
                 immediate: { request, parameters in try media(request, parameters) },
                 task: { request, parameters in try await thumbnail(request, parameters) }))
         router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
+        router.add(.get, "/preview.mjpg", .immediate { request, _ in try previewStream(request) })
         router.add(.get, "/healthz", .immediate { request, _ in try health(request) })
         router.add(.get, "/status", .task { request, _ in try await status(request) })
         router.add(.get, "/cameras", .task { request, _ in try await cameras(request) })

@@ -20,6 +20,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var logLevel = Logger.Level.info
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
+    /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
+    public var previewStallTimeoutMilliseconds = 10_000
     public var http = HTTPServerConfiguration()
     /// Jobs that may be scheduled or running at once.
     public var maxActiveJobs = 8
@@ -200,6 +202,10 @@ extension ConfigurationKey {
         integer(
             "snap_timeout_ms", "MS", "how long a snap waits for a fresh frame before answering 503",
             range: 100...60000, \.snapTimeoutMilliseconds),
+        integer(
+            "preview_stall_timeout_ms", "MS",
+            "a /preview.mjpg viewer that reads nothing for this long is disconnected",
+            range: 100...3_600_000, \.previewStallTimeoutMilliseconds),
         integer(
             "retention_max_pictures", "N",
             "the most pictures kept; the oldest not marked keep go first (0: no limit)",

@@ -56,8 +56,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private var closed = false
     private var pumping = false
     private var pumpAgain = false
-    private var watchingReadable = true
-    private var watchingWritable = false
+    /// The epoll events asked for now (the server registers new connections for reading).
+    private var watchedEvents = cshutter_epollin() | cshutter_epollrdhup()
+
+    /// The body stream being written, once its head is queued; it owns the rest of the connection.
+    private var stream: (any HTTPBodyStream)?
+    /// Set when the stream had nothing to write; its `wake()` pumps again.
+    private var streamWaiting = false
 
     private var requestStartedAt: MonotonicInstant?
     private var lastActivity: MonotonicInstant
@@ -73,6 +78,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     func handleEvents(_ events: UInt32) {
+        // A stream reads no more requests but watches for the client hanging up, so a viewer
+        // that leaves is forgotten at once rather than at the next frame's write.
+        let hangUp = cshutter_epollhup() | cshutter_epollerr() | cshutter_epollrdhup()
+        if stream != nil && events & hangUp != 0 {
+            close()
+            return
+        }
         let readable = cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr()
         if events & readable != 0 {
             readAvailable()
@@ -262,8 +274,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 continue
             }
             // The last response before a close says so; earlier ones, already promised, keep the connection.
+            // A stream has no end but the close, so it is always the last.
             let isLast = slots.isEmpty && (stopParsing || server.isShuttingDown)
-            let keepAlive = first.keepAlive && !isLast
+            let keepAlive = first.keepAlive && !isLast && !response.body.isStream
             let head = HTTPResponseHead.serialize(
                 response, version: first.version, keepAlive: keepAlive, date: server.dateCache.current(),
                 server: server.configuration.serverName, requestID: first.id)
@@ -274,6 +287,17 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 case .empty: break
                 case .bytes(let bytes): if !bytes.isEmpty { outgoing.append(.bytes(bytes, offset: 0)) }
                 case .file(let region): if region.length > 0 { outgoing.append(.file(region, sent: 0)) }
+                case .stream(let body):
+                    // The stream's output is pulled once everything before it is written, and its
+                    // end of response is queued when it finishes. Requests pipelined behind it
+                    // can never be answered: the connection closes when the stream ends.
+                    logAccess(first, response)
+                    unsentResponses += 1
+                    stopParsing = true
+                    slots.removeAll()
+                    stream = body
+                    body.start(HTTPStreamWriter(loop: server.loop, connection: self))
+                    return
                 }
             }
             outgoing.append(.endOfResponse)
@@ -283,9 +307,39 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    /// Called by the stream's writer: it has output again.
+    func streamHasOutput() {
+        guard streamWaiting, !closed else { return }
+        streamWaiting = false
+        pump()
+    }
+
+    /// Queues the stream's next output; returns false when it has none now.
+    private func pullFromStream() -> Bool {
+        guard let body = stream, !streamWaiting else { return false }
+        switch body.nextOutput() {
+        case .chunks(let chunks):
+            let nonEmpty = chunks.filter { !$0.isEmpty }
+            if nonEmpty.isEmpty {
+                streamWaiting = true
+                return false
+            }
+            for chunk in nonEmpty { outgoing.append(.bytes(chunk, offset: 0)) }
+            return true
+        case .waiting:
+            streamWaiting = true
+            return false
+        case .finished:
+            stream = nil
+            body.stop()
+            outgoing.append(.endOfResponse)
+            return true
+        }
+    }
+
     /// Writes what the socket takes; a completed response frees room, so parsing goes on.
     private func writeOutgoing() {
-        while outgoingIndex < outgoing.count {
+        while outgoingIndex < outgoing.count || (stream != nil && pullFromStream()) {
             let progressed: Bool
             do {
                 switch outgoing[outgoingIndex] {
@@ -424,19 +478,21 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         guard !closed else { return }
         let wantRead = lingerDeadline != nil || (!stopParsing && !peerClosed && capacity > 0)
         let wantWrite = outgoingIndex < outgoing.count
-        guard wantRead != watchingReadable || wantWrite != watchingWritable else { return }
-        watchingReadable = wantRead
-        watchingWritable = wantWrite
         var events: UInt32 = 0
         if wantRead { events |= cshutter_epollin() | cshutter_epollrdhup() }
+        if stream != nil { events |= cshutter_epollrdhup() }
         if wantWrite { events |= cshutter_epollout() }
+        guard events != watchedEvents else { return }
+        watchedEvents = events
         try? server.loop.modify(descriptor, events: events)
     }
 
     /// Closes (or starts a lingering close) once everything owed is written; returns whether it did.
     @discardableResult
     private func finishIfDone() -> Bool {
-        guard slots.isEmpty, outgoingIndex == outgoing.count, lingerDeadline == nil else { return false }
+        guard slots.isEmpty, outgoingIndex == outgoing.count, lingerDeadline == nil, stream == nil else {
+            return false
+        }
         // After the client's half-close, every complete request it sent has been parsed
         // and answered by now (parseRequests runs until it needs more data).
         guard stopParsing || peerClosed else { return false }
@@ -455,6 +511,11 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     /// Stops taking requests; closes now if idle, else after answering every request already started.
     func beginShutdown() {
         stopParsing = true
+        // A live stream has no end to wait for.
+        if stream != nil {
+            close()
+            return
+        }
         if slots.isEmpty && outgoingIndex == outgoing.count && parser.bufferedByteCount == 0 {
             close()
         } else {
@@ -470,13 +531,15 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             return
         }
         if outgoingIndex < outgoing.count {
-            if now.nanoseconds(since: lastWriteProgress) > UInt64(config.writeTimeoutMilliseconds) * 1_000_000
-            {
+            let timeout = stream?.stallTimeoutMilliseconds ?? config.writeTimeoutMilliseconds
+            if now.nanoseconds(since: lastWriteProgress) > UInt64(timeout) * 1_000_000 {
                 server.logger.info("closing connection: client stopped reading", ["fd": String(descriptor)])
                 close()
             }
             return
         }
+        // A stream waiting for its next output is not idle.
+        if stream != nil { return }
         if let started = requestStartedAt, slots.isEmpty, !stopParsing,
             now.nanoseconds(since: started) > UInt64(config.requestTimeoutMilliseconds) * 1_000_000
         {
@@ -503,6 +566,10 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         closeDescriptor(descriptor)
         slots.removeAll()
         outgoing.removeAll()
+        if let body = stream {
+            stream = nil
+            body.stop()
+        }
         server.connectionClosed(self)
     }
 

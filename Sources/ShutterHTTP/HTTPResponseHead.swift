@@ -19,7 +19,8 @@ enum HTTPResponseHead {
         // RFC 9110 §8.6: no Content-Length on 1xx and 204; 304 may carry the length
         // of the selected representation, but nothing requires it, so leave it out.
         let code = response.status.code
-        if code >= 200 && code != 204 && code != 304 {
+        // A stream's end is the connection's close (RFC 9112 §6.3, item 8).
+        if code >= 200 && code != 204 && code != 304 && !response.body.isStream {
             head += "Content-Length: \(response.body.count)\r\n"
         }
         if code >= 200 {

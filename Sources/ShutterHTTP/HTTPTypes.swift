@@ -199,14 +199,22 @@ public enum HTTPBody: Sendable {
     case bytes([UInt8])
     /// Part of a file, written with `sendfile`.
     case file(FileRegion)
+    /// Produced while it is written (a live stream): no length, and the connection closes after it.
+    case stream(any HTTPBodyStream)
 
-    /// How many bytes the body has.
+    /// How many bytes the body has (0 for a stream, whose length is not known).
     public var count: Int {
         switch self {
-        case .empty: return 0
+        case .empty, .stream: return 0
         case .bytes(let bytes): return bytes.count
         case .file(let region): return region.length
         }
+    }
+
+    /// Whether the body is a stream, which has no `Content-Length`.
+    public var isStream: Bool {
+        if case .stream = self { return true }
+        return false
     }
 }
 

@@ -1,0 +1,307 @@
+import ShutterCamera
+import ShutterHTTP
+import ShutterSystem
+import Synchronization
+
+/// Fans camera frames out to every `/preview.mjpg` viewer.
+///
+/// Each frame becomes a multipart part once per size, and every viewer of that size writes
+/// the same bytes (the JPEG array is shared, never copied). Each viewer keeps one slot for the
+/// newest part: a viewer whose socket is full skips frames and gets the newest next, so a slow
+/// viewer never delays the others and never holds more than the part it is writing plus one.
+///
+/// Threads: viewers live on the event-loop thread. Frames arrive on the capture thread, which
+/// hands each frame to the loop once for all native-size viewers, and to one scaling task per
+/// smaller size, which hands its rendition to the loop once for all viewers of that size.
+public final class LivePreview: @unchecked Sendable {
+    // @unchecked Sendable: `viewers` is touched only on the loop thread; everything the
+    // capture thread and the scaling tasks read is behind `shared`.
+
+    /// The multipart boundary (RFC 2046 §5.1.1), in the response's `Content-Type`.
+    static let boundary = "shutterframe"
+    static let contentType = "multipart/x-mixed-replace;boundary=\(boundary)"
+    /// Sent first, so the first part's headers can follow.
+    static let preamble = Array("--\(boundary)\r\n".utf8)
+    /// Sent right after each frame: a browser shows a part only once it sees the next
+    /// boundary, so waiting to send it with the next frame would show every frame one late.
+    static let partEnd = Array("\r\n--\(boundary)\r\n".utf8)
+
+    private let capture: CaptureService
+    private let quality: Int
+    let stallTimeoutMilliseconds: Int
+    private let logger: Logger
+    private let clock = SystemClock()
+
+    private struct Shared {
+        var loop: EventLoop?
+        var hasNativeViewers = false
+        /// The scaling task of each smaller width, fed the newest frame only.
+        var scalers: [Int: AsyncStream<EncodedFrame>.Continuation] = [:]
+        var statistics: [UInt64: PreviewViewerStatistics] = [:]
+        var nextViewerID: UInt64 = 1
+        /// Counters of viewers that have left, so totals never go down.
+        var departedSent: UInt64 = 0
+        var departedSkipped: UInt64 = 0
+    }
+    private let shared = Mutex(Shared())
+
+    /// Viewers by rendition width (0: the camera's own size). Loop thread only.
+    private var viewers: [Int: [PreviewViewer]] = [:]
+
+    init(capture: CaptureService, quality: Int, stallTimeoutMilliseconds: Int, logger: Logger) {
+        self.capture = capture
+        self.quality = quality
+        self.stallTimeoutMilliseconds = stallTimeoutMilliseconds
+        self.logger = logger
+        capture.setFrameObserver { [weak self] frame, _ in self?.frameArrived(frame) }
+    }
+
+    /// A new viewer (not yet watching: it joins when its connection starts the body).
+    ///
+    /// `width` asks for a smaller picture: at least that wide, made by TurboJPEG's scaled
+    /// decode (n/8), so all widths map onto at most seven renditions.
+    func makeViewer(framesPerSecond: Double?, width: Int?) -> PreviewViewer {
+        let mode = capture.status.mode
+        var key = 0
+        if let width {
+            let scaled = JPEGDecoder.scaledSize(width: mode.width, height: mode.height, minimumWidth: width)
+            if scaled.width < mode.width { key = scaled.width }
+        }
+        let id = shared.withLock { state -> UInt64 in
+            defer { state.nextViewerID += 1 }
+            return state.nextViewerID
+        }
+        let statistics = PreviewViewerStatistics(
+            id: id, width: key == 0 ? nil : key, maximumFramesPerSecond: framesPerSecond,
+            connectedAt: clock.monotonicNow())
+        return PreviewViewer(
+            preview: self, key: key, framesPerSecond: framesPerSecond, statistics: statistics)
+    }
+
+    /// Every viewer's counters, and the totals including viewers that have left.
+    var statistics: (viewers: [PreviewViewerStatistics], framesSent: UInt64, framesSkipped: UInt64) {
+        shared.withLock { state in
+            let viewers = state.statistics.values.sorted { $0.id < $1.id }
+            return (
+                viewers,
+                viewers.reduce(state.departedSent) { $0 + $1.framesSent },
+                viewers.reduce(state.departedSkipped) { $0 + $1.framesSkipped }
+            )
+        }
+    }
+
+    // MARK: Loop thread
+
+    func add(_ viewer: PreviewViewer, loop: EventLoop) {
+        let wasWatched = !viewers.isEmpty
+        viewers[viewer.key, default: []].append(viewer)
+        let scaler = shared.withLock { state -> AsyncStream<EncodedFrame>.Continuation? in
+            state.loop = loop
+            state.statistics[viewer.statistics.id] = viewer.statistics
+            guard viewer.key != 0 else {
+                state.hasNativeViewers = true
+                return nil
+            }
+            if let existing = state.scalers[viewer.key] { return existing }
+            let scaler = startScaler(width: viewer.key, loop: loop)
+            state.scalers[viewer.key] = scaler
+            return scaler
+        }
+        if !wasWatched {
+            capture.setLiveDemand(true)
+            logger.info("live preview: first viewer", ["viewer": String(viewer.statistics.id)])
+        }
+        // While the camera is gone, show the newest "no signal" picture at once.
+        if let noSignal = capture.currentNoSignalFrame {
+            if let scaler {
+                scaler.yield(noSignal)
+            } else {
+                viewer.offer(PreviewPart(noSignal))
+            }
+        }
+    }
+
+    func remove(_ viewer: PreviewViewer) {
+        viewers[viewer.key]?.removeAll { $0 === viewer }
+        let sizeUnwatched = viewers[viewer.key]?.isEmpty ?? true
+        if sizeUnwatched { viewers[viewer.key] = nil }
+        let unwatched = viewers.isEmpty
+        let scaler = shared.withLock { state -> AsyncStream<EncodedFrame>.Continuation? in
+            if state.statistics.removeValue(forKey: viewer.statistics.id) != nil {
+                state.departedSent += viewer.statistics.framesSent
+                state.departedSkipped += viewer.statistics.framesSkipped
+            }
+            guard sizeUnwatched else { return nil }
+            if viewer.key == 0 {
+                state.hasNativeViewers = false
+                return nil
+            }
+            return state.scalers.removeValue(forKey: viewer.key)
+        }
+        scaler?.finish()
+        if unwatched {
+            capture.setLiveDemand(false)
+            logger.info("live preview: no viewers left")
+        }
+    }
+
+    /// Turns `frame` into a part once and offers it to every viewer of size `key`.
+    private func deliver(_ frame: EncodedFrame, key: Int) {
+        guard let group = viewers[key], !group.isEmpty else { return }
+        let part = PreviewPart(frame)
+        for viewer in group { viewer.offer(part) }
+    }
+
+    // MARK: Capture thread and scaling tasks
+
+    /// Called on the capture thread for every frame while anyone watches.
+    private func frameArrived(_ frame: EncodedFrame) {
+        let (loop, native, scalers) = shared.withLock {
+            ($0.loop, $0.hasNativeViewers, Array($0.scalers.values))
+        }
+        guard let loop else { return }
+        if native { loop.execute { self.deliver(frame, key: 0) } }
+        for scaler in scalers { scaler.yield(frame) }
+    }
+
+    /// A task that scales the newest frame to `width` and hands it to the loop; frames that
+    /// arrive while it works replace each other, so a slow scaler drops frames, never queues.
+    private func startScaler(width: Int, loop: EventLoop) -> AsyncStream<EncodedFrame>.Continuation {
+        let (frames, continuation) = AsyncStream.makeStream(
+            of: EncodedFrame.self, bufferingPolicy: .bufferingNewest(1))
+        let quality = quality
+        let logger = logger
+        // The task ends when the continuation finishes (the last viewer of this width left).
+        Task.detached { [self] in
+            let encoder: JPEGEncoder
+            do {
+                encoder = try JPEGEncoder(quality: quality)
+            } catch {
+                logger.error("live preview: no encoder", ["error": String(describing: error)])
+                return
+            }
+            var loggedFailure = false
+            for await frame in frames {
+                do {
+                    let scaled = try Self.scale(frame, minimumWidth: width, encoder: encoder)
+                    loop.execute { self.deliver(scaled, key: width) }
+                } catch  where !loggedFailure {
+                    loggedFailure = true
+                    logger.warning(
+                        "live preview: a frame could not be scaled",
+                        ["width": String(width), "error": String(describing: error)])
+                } catch {}
+            }
+        }
+        return continuation
+    }
+
+    private static func scale(_ frame: EncodedFrame, minimumWidth: Int, encoder: JPEGEncoder) throws
+        -> EncodedFrame
+    {
+        let decoded = try JPEGDecoder.decodeRGB(frame.jpeg, minimumWidth: minimumWidth)
+        let jpeg = try encoder.encodeRGB(decoded.pixels, width: decoded.width, height: decoded.height)
+        return EncodedFrame(
+            sequence: frame.sequence, capturedAt: frame.capturedAt, wallMilliseconds: frame.wallMilliseconds,
+            width: decoded.width, height: decoded.height, jpeg: jpeg)
+    }
+}
+
+/// One frame as a part of the multipart stream: built once per frame and size, shared by all
+/// viewers of that size.
+final class PreviewPart: Sendable {
+    /// The part's header fields and the blank line.
+    let head: [UInt8]
+    let jpeg: [UInt8]
+    let capturedAt: MonotonicInstant
+
+    init(_ frame: EncodedFrame) {
+        jpeg = frame.jpeg
+        capturedAt = frame.capturedAt
+        let milliseconds = frame.wallMilliseconds
+        // X-Timestamp: capture time in Unix seconds, as ustreamer sends it.
+        let fraction = String(milliseconds % 1000 + 1000).dropFirst()
+        head = Array(
+            "Content-Type: image/jpeg\r\nContent-Length: \(frame.jpeg.count)\r\nX-Timestamp: \(milliseconds / 1000).\(fraction)\r\nX-Frame-Sequence: \(frame.sequence)\r\n\r\n"
+                .utf8)
+    }
+}
+
+/// A viewer's counters, read by `/status` on any thread.
+final class PreviewViewerStatistics: Sendable {
+    let id: UInt64
+    /// The rendition's width, or nil for the camera's own size.
+    let width: Int?
+    let maximumFramesPerSecond: Double?
+    let connectedAt: MonotonicInstant
+    private let sent = Atomic<UInt64>(0)
+    private let skipped = Atomic<UInt64>(0)
+
+    init(id: UInt64, width: Int?, maximumFramesPerSecond: Double?, connectedAt: MonotonicInstant) {
+        self.id = id
+        self.width = width
+        self.maximumFramesPerSecond = maximumFramesPerSecond
+        self.connectedAt = connectedAt
+    }
+
+    /// Frames written to the viewer.
+    var framesSent: UInt64 { sent.load(ordering: .relaxed) }
+    /// Frames replaced by a newer one before the viewer's socket had room for them.
+    var framesSkipped: UInt64 { skipped.load(ordering: .relaxed) }
+
+    func countSent() { sent.add(1, ordering: .relaxed) }
+    func countSkipped() { skipped.add(1, ordering: .relaxed) }
+}
+
+/// One `/preview.mjpg` response: the body stream its connection pulls frames from.
+final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
+    // @unchecked Sendable: made by the handler on the loop thread and used only there.
+    let key: Int
+    let statistics: PreviewViewerStatistics
+    private let preview: LivePreview
+    private var limiter: FrameRateLimiter
+    /// The newest part not yet written: the viewer's one slot.
+    private var pending: PreviewPart?
+    private var writer: HTTPStreamWriter?
+    private var preambleSent = false
+
+    init(preview: LivePreview, key: Int, framesPerSecond: Double?, statistics: PreviewViewerStatistics) {
+        self.preview = preview
+        self.key = key
+        self.statistics = statistics
+        limiter = FrameRateLimiter(framesPerSecond: framesPerSecond)
+    }
+
+    var stallTimeoutMilliseconds: Int? { preview.stallTimeoutMilliseconds }
+
+    func start(_ writer: HTTPStreamWriter) {
+        self.writer = writer
+        preview.add(self, loop: writer.loop)
+    }
+
+    func stop() {
+        guard writer != nil else { return }
+        writer = nil
+        pending = nil
+        preview.remove(self)
+    }
+
+    /// Puts `part` in the slot (replacing an unwritten one) unless the fps cap says no.
+    func offer(_ part: PreviewPart) {
+        guard writer != nil, limiter.admit(part.capturedAt) else { return }
+        if pending != nil { statistics.countSkipped() }
+        pending = part
+        writer?.wake()
+    }
+
+    func nextOutput() -> HTTPStreamOutput {
+        if !preambleSent {
+            preambleSent = true
+            return .chunks([LivePreview.preamble])
+        }
+        guard let part = pending else { return .waiting }
+        pending = nil
+        statistics.countSent()
+        return .chunks([part.head, part.jpeg, LivePreview.partEnd])
+    }
+}

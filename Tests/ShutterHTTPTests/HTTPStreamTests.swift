@@ -1,0 +1,221 @@
+import ShutterHTTP
+import ShutterSystem
+import ShutterTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A body stream the test feeds by hand: chunks pushed on the loop thread are written when
+/// the connection pulls; `finish()` ends it.
+private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
+    // @unchecked Sendable: `writer`, `queued` and `finishing` are touched only on the loop
+    // thread; the test reads the atomics.
+    private var writer: HTTPStreamWriter?
+    private var queued: [[UInt8]] = []
+    private var finishing = false
+    let starts = Atomic<Int>(0)
+    let stops = Atomic<Int>(0)
+    /// Times the connection asked while nothing was queued.
+    let waits = Atomic<Int>(0)
+    let stallTimeoutMilliseconds: Int?
+
+    init(stallTimeoutMilliseconds: Int? = nil) {
+        self.stallTimeoutMilliseconds = stallTimeoutMilliseconds
+    }
+
+    func start(_ writer: HTTPStreamWriter) {
+        self.writer = writer
+        starts.add(1, ordering: .relaxed)
+    }
+
+    func stop() {
+        writer = nil
+        stops.add(1, ordering: .relaxed)
+    }
+
+    func nextOutput() -> HTTPStreamOutput {
+        if !queued.isEmpty {
+            defer { queued.removeAll() }
+            return .chunks(queued)
+        }
+        if finishing { return .finished }
+        waits.add(1, ordering: .relaxed)
+        return .waiting
+    }
+
+    /// Queues bytes and wakes the connection (call on the loop thread).
+    func push(_ bytes: [UInt8]) {
+        queued.append(bytes)
+        writer?.wake()
+    }
+
+    func finish() {
+        finishing = true
+        writer?.wake()
+    }
+}
+
+@Suite struct HTTPStreamTests {
+    private static func router(_ stream: ManualStream) -> Router {
+        var router = Router()
+        router.add(
+            .get, "/stream",
+            .immediate { _, _ in
+                HTTPResponse(headers: ["Content-Type": "text/plain"], body: .stream(stream))
+            })
+        router.add(.get, "/hello", .immediate { _, _ in HTTPResponse(body: .bytes(Array("hello".utf8))) })
+        return router
+    }
+
+    /// Runs `body` on the loop thread and waits for it.
+    private static func onLoop(_ running: RunningHTTPServer, _ body: @escaping @Sendable () -> Void) {
+        let done = Atomic<Bool>(false)
+        running.loop.execute {
+            body()
+            done.store(true, ordering: .releasing)
+        }
+        while !done.load(ordering: .acquiring) { usleep(1000) }
+    }
+
+    private static func waitUntil(seconds: Double = 3, _ condition: () -> Bool) -> Bool {
+        let deadline = SystemClock().monotonicNow().advanced(by: UInt64(seconds * 1e9))
+        while SystemClock().monotonicNow() < deadline {
+            if condition() { return true }
+            usleep(5000)
+        }
+        return condition()
+    }
+
+    /// Reads the response head (up to the blank line).
+    private static func readHead(_ socket: TestSocket) -> String {
+        var head: [UInt8] = []
+        while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
+            let byte = socket.read(count: 1)
+            if byte.isEmpty { break }
+            head += byte
+        }
+        return String(decoding: head, as: UTF8.self)
+    }
+
+    @Test func chunksArriveAsProducedAndTheEndIsTheClose() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream))
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            let head = Self.readHead(socket)
+            #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            // No length: the body ends when the connection closes, and the head says so.
+            #expect(!head.lowercased().contains("content-length"))
+            #expect(head.contains("Connection: close\r\n"))
+            #expect(stream.starts.load(ordering: .relaxed) == 1)
+
+            Self.onLoop(running) { stream.push(Array("first ".utf8)) }
+            #expect(socket.read(count: 6) == Array("first ".utf8))
+            // Nothing queued: the connection waits for a wake-up instead of spinning.
+            #expect(Self.waitUntil { stream.waits.load(ordering: .relaxed) >= 2 })
+            let waitsWhileIdle = stream.waits.load(ordering: .relaxed)
+            usleep(100_000)
+            #expect(stream.waits.load(ordering: .relaxed) == waitsWhileIdle)
+
+            Self.onLoop(running) {
+                stream.push(Array("second ".utf8))
+                stream.push(Array("third".utf8))
+                stream.finish()
+            }
+            #expect(socket.readToEnd() == Array("second third".utf8))
+            #expect(Self.waitUntil { stream.stops.load(ordering: .relaxed) == 1 })
+        }
+    }
+
+    @Test func aViewerThatHangsUpIsForgottenAtOnce() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream))
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = Self.readHead(socket)
+            #expect(stream.stops.load(ordering: .relaxed) == 0)
+            shutdown(socket.descriptor, Int32(SHUT_RDWR))
+            // Noticed from the hang-up itself, with nothing written after it.
+            #expect(Self.waitUntil(seconds: 2) { stream.stops.load(ordering: .relaxed) == 1 })
+            #expect(Self.waitUntil { running.server.connectionCount == 0 })
+        }
+    }
+
+    @Test func headGetsTheHeadAndNeverStartsTheStream() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream))
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            let raw = String(decoding: socket.readToEnd(), as: UTF8.self)
+            #expect(raw.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(raw.hasSuffix("\r\n\r\n"))
+            #expect(stream.starts.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    @Test func requestsPipelinedBehindAStreamAreNotAnsweredIntoIt() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream))
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /hello HTTP/1.1\r\nHost: t\r\n\r\nGET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+            )
+            #expect(socket.readResponse()?.body == Array("hello".utf8))
+            _ = Self.readHead(socket)
+            Self.onLoop(running) {
+                stream.push(Array("frame".utf8))
+                stream.finish()
+            }
+            // The stream's bytes, then the close: the third request is never answered.
+            #expect(socket.readToEnd() == Array("frame".utf8))
+        }
+    }
+
+    @Test func aViewerThatStopsReadingIsDroppedAfterTheStreamsStallTimeout() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream(stallTimeoutMilliseconds: 300)
+            // The server's own write timeout is long: the stream's must be the one that applies.
+            let running = try RunningHTTPServer(router: Self.router(stream)) {
+                $0.writeTimeoutMilliseconds = 60_000
+            }
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port, receiveBuffer: 4096)
+            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            let chunk = [UInt8](repeating: 0x55, count: 1 << 20)
+            // Never read: a few megabytes fill both socket buffers, then writing stalls.
+            for _ in 0..<8 { Self.onLoop(running) { stream.push(chunk) } }
+            let start = SystemClock().monotonicNow()
+            #expect(Self.waitUntil(seconds: 5) { stream.stops.load(ordering: .relaxed) == 1 })
+            #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 3_000_000_000)
+            #expect(Self.waitUntil { running.server.connectionCount == 0 })
+        }
+    }
+
+    @Test func shutdownEndsStreamsInsteadOfWaitingForThem() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream)) {
+                $0.shutdownGraceMilliseconds = 30_000
+            }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = Self.readHead(socket)
+            let start = SystemClock().monotonicNow()
+            running.stop()
+            #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 2_000_000_000)
+            #expect(stream.stops.load(ordering: .relaxed) == 1)
+            #expect(socket.readToEnd().isEmpty)
+        }
+    }
+}
