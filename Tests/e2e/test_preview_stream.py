@@ -132,15 +132,24 @@ def test_status_counts_viewers_and_forgets_those_who_leave(make_daemon):
             stream.read_preamble()
             for _ in range(5):
                 stream.next_part()
-        preview = status(d)["preview"]
+        current = status(d)
+        preview = current["preview"]
         assert preview["viewers"] == 3
         assert all(v["frames_sent"] >= 5 for v in preview["viewer_list"])
         assert preview["frames_sent"] >= 15
+        # Each frame is encoded once for all three viewers, not once per viewer.
+        camera = current["camera"]
+        assert 0 < camera["frames_encoded"] <= camera["frames_captured"], camera
     finally:
         for stream in streams:
             stream.close()
     wait_for(lambda: status(d)["preview"]["viewers"] == 0, timeout=3)
     assert status(d)["preview"]["frames_sent"] >= 15, "totals keep the viewers that left"
+    # With nobody watching, nothing more is encoded.
+    time.sleep(0.2)
+    encoded = status(d)["camera"]["frames_encoded"]
+    time.sleep(0.5)
+    assert status(d)["camera"]["frames_encoded"] == encoded
 
 
 class FastViewers:
@@ -276,3 +285,18 @@ def test_curl_reads_the_stream(make_daemon, tmp_path):
     data = out.read_bytes()
     assert data.startswith(b"--shutterframe\r\nContent-Type: image/jpeg\r\n")
     assert data.count(b"\r\n--shutterframe\r\n") >= 20
+
+
+def test_an_mjpeg_camera_is_streamed_byte_for_byte(make_daemon, tmp_path):
+    from test_v4l2_camera import camera_daemon, camera_frames
+    sent = camera_frames(tmp_path)
+    d = camera_daemon(make_daemon)
+    stream = MJPEGStream(d.port)
+    try:
+        stream.read_preamble()
+        for _ in range(10):
+            _, body, _, _ = stream.next_part()
+            assert body in sent, "passthrough: each part is one of the camera's frames, untouched"
+        assert status(d)["camera"]["format"] == "mjpeg"
+    finally:
+        stream.close()
