@@ -43,3 +43,27 @@ def test_firefox_shows_the_stream_live(make_daemon):
         assert shots[0] != shots[1] != shots[2], "the picture did not change"
         viewers = d.json("GET", "/status")[2]["preview"]
         assert viewers["viewers"] == 1 and viewers["frames_sent"] >= 20, viewers
+
+
+def test_firefox_shows_the_page_with_a_live_preview(make_daemon):
+    d = make_daemon(["--camera", "test-pattern", "--size", "640x480", "--fps", "30"])
+    os.makedirs(os.path.join(ARTEFACTS, "firefox"), exist_ok=True)
+    with Firefox(free_port()) as firefox:
+        firefox.navigate(f"http://127.0.0.1:{d.port}/")
+        deadline = time.monotonic() + 10
+        source = None
+        while time.monotonic() < deadline:
+            source = firefox.execute(
+                "const p = document.getElementById('preview');"
+                "return p && p.naturalWidth > 0 ? new URL(p.currentSrc).pathname : null;")
+            if source:
+                break
+            time.sleep(0.1)
+        assert source == "/preview.mjpg", "Firefox got the page (not the JSON index) and its live stream"
+        preview = firefox.find("#preview")
+        first = firefox.screenshot(preview)
+        time.sleep(0.5)
+        second = firefox.screenshot(preview)
+        with open(os.path.join(ARTEFACTS, "firefox", "page.png"), "wb") as f:
+            f.write(firefox.screenshot())
+        assert first != second, "the preview on the page did not change"
