@@ -300,3 +300,42 @@ def test_an_mjpeg_camera_is_streamed_byte_for_byte(make_daemon, tmp_path):
         assert status(d)["camera"]["format"] == "mjpeg"
     finally:
         stream.close()
+
+
+def test_browsers_get_the_next_parts_headers_right_after_each_frame(make_daemon):
+    # What Chromium needs to show a frame when it arrives rather than with the next one.
+    d = make_daemon(TEST_PATTERN)
+    separator = b"\r\n--shutterframe\r\nContent-Type: image/jpeg\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", d.port), timeout=5) as sock:
+        sock.sendall(b"GET /preview.mjpg?fps=2 HTTP/1.1\r\nHost: t\r\nSec-Fetch-Dest: image\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, data = data.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 200 OK") and b"multipart/x-mixed-replace" in head
+        while len(data) < 48:
+            data += sock.recv(65536)
+        assert data.startswith(b"--shutterframe\r\nContent-Type: image/jpeg\r\n\r\n")
+        data = data[len(b"--shutterframe\r\nContent-Type: image/jpeg\r\n\r\n"):]
+        frames = []
+        arrived = time.monotonic()
+        while len(frames) < 3:
+            while separator in data:
+                body, data = data.split(separator, 1)
+                frames.append((body, arrived))
+            data += sock.recv(65536)
+            arrived = time.monotonic()
+        for body, _ in frames:
+            assert b"Content-Length" not in body[:64]
+            assert djpeg_size(body) == (640, 480), "each part is exactly one JPEG"
+        # Frames 500 ms apart, each complete with the next part's headers as it arrives.
+        gaps = [b - a for (_, a), (_, b) in zip(frames, frames[1:])]
+        assert all(0.3 < gap < 0.8 for gap in gaps), gaps
+    # Asked for explicitly otherwise, a browser gets Content-Length like everyone else.
+    stream = MJPEGStream(d.port, "/preview.mjpg?advance_headers=false")
+    try:
+        stream.read_preamble()
+        headers, body, _, _ = stream.next_part()
+        assert int(headers["content-length"]) == len(body)
+    finally:
+        stream.close()
