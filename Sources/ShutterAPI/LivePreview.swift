@@ -22,9 +22,14 @@ public final class LivePreview: @unchecked Sendable {
     static let contentType = "multipart/x-mixed-replace;boundary=\(boundary)"
     /// Sent first, so the first part's headers can follow.
     static let preamble = Array("--\(boundary)\r\n".utf8)
-    /// Sent right after each frame: a browser shows a part only once it sees the next
-    /// boundary, so waiting to send it with the next frame would show every frame one late.
+    /// Sent right after each frame, so a client knows at once that the part is complete.
     static let partEnd = Array("\r\n--\(boundary)\r\n".utf8)
+    /// The next part's headers sent in advance, for browsers: Chromium shows a part only once
+    /// it has parsed the *next* part's headers (crbug.com/527446), so headers sent with the
+    /// next frame would show every frame one frame late. They cannot carry the next frame's
+    /// `Content-Length`, which browsers do not need (they split parts at boundaries).
+    static let advanceHeaders = Array("Content-Type: image/jpeg\r\n\r\n".utf8)
+    static let partEndWithAdvanceHeaders = partEnd + advanceHeaders
 
     private let capture: CaptureService
     private let quality: Int
@@ -60,7 +65,9 @@ public final class LivePreview: @unchecked Sendable {
     ///
     /// `width` asks for a smaller picture: at least that wide, made by TurboJPEG's scaled
     /// decode (n/8), so all widths map onto at most seven renditions.
-    func makeViewer(framesPerSecond: Double?, width: Int?) -> PreviewViewer {
+    /// `advanceHeaders` sends each part's headers right after the previous frame, without
+    /// `Content-Length` (see `LivePreview.advanceHeaders`).
+    func makeViewer(framesPerSecond: Double?, width: Int?, advanceHeaders: Bool) -> PreviewViewer {
         let mode = capture.status.mode
         var key = 0
         if let width {
@@ -75,7 +82,8 @@ public final class LivePreview: @unchecked Sendable {
             id: id, width: key == 0 ? nil : key, maximumFramesPerSecond: framesPerSecond,
             connectedAt: clock.monotonicNow())
         return PreviewViewer(
-            preview: self, key: key, framesPerSecond: framesPerSecond, statistics: statistics)
+            preview: self, key: key, framesPerSecond: framesPerSecond, advanceHeaders: advanceHeaders,
+            statistics: statistics)
     }
 
     /// Every viewer's counters, and the totals including viewers that have left.
@@ -264,10 +272,15 @@ final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
     private var pending: PreviewPart?
     private var writer: HTTPStreamWriter?
     private var preambleSent = false
+    private let advanceHeaders: Bool
 
-    init(preview: LivePreview, key: Int, framesPerSecond: Double?, statistics: PreviewViewerStatistics) {
+    init(
+        preview: LivePreview, key: Int, framesPerSecond: Double?, advanceHeaders: Bool,
+        statistics: PreviewViewerStatistics
+    ) {
         self.preview = preview
         self.key = key
+        self.advanceHeaders = advanceHeaders
         self.statistics = statistics
         limiter = FrameRateLimiter(framesPerSecond: framesPerSecond)
     }
@@ -297,11 +310,13 @@ final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
     func nextOutput() -> HTTPStreamOutput {
         if !preambleSent {
             preambleSent = true
-            return .chunks([LivePreview.preamble])
+            return .chunks(
+                advanceHeaders ? [LivePreview.preamble, LivePreview.advanceHeaders] : [LivePreview.preamble])
         }
         guard let part = pending else { return .waiting }
         pending = nil
         statistics.countSent()
+        if advanceHeaders { return .chunks([part.jpeg, LivePreview.partEndWithAdvanceHeaders]) }
         return .chunks([part.head, part.jpeg, LivePreview.partEnd])
     }
 }

@@ -103,11 +103,21 @@ extension ShutterAPI {
 extension ShutterAPI {
     /// `GET /preview.mjpg`: the live picture as `multipart/x-mixed-replace` MJPEG, every frame
     /// encoded once for all viewers; `fps` caps this viewer's rate, `width` asks for a smaller size.
+    ///
+    /// Browsers get each part's headers in advance, right after the previous frame, so that
+    /// Chromium shows every frame when it arrives rather than one frame late; other clients
+    /// get `Content-Length` in every part. Browsers are recognised by the `Sec-Fetch-Dest` they
+    /// send for an image or a page (fetch metadata); `advance_headers` overrides it.
     func previewStream(_ request: HTTPRequest) throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["fps", "width"])
+        let query = try QueryParameters(request, allowed: ["fps", "width", "advance_headers"])
         let framesPerSecond = try query.number("fps", in: 0.1...120)
         let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init)
-        let viewer = preview.makeViewer(framesPerSecond: framesPerSecond, width: width)
+        let destination = request.headers["Sec-Fetch-Dest"]?.lowercased() ?? ""
+        let advanceHeaders =
+            try query.boolean("advance_headers")
+            ?? ["image", "document", "iframe", "embed", "object"].contains(destination)
+        let viewer = preview.makeViewer(
+            framesPerSecond: framesPerSecond, width: width, advanceHeaders: advanceHeaders)
         return HTTPResponse(
             status: .ok,
             headers: [

@@ -82,13 +82,16 @@ public struct ShutterAPI: Sendable {
         return router
     }
 
-    /// `GET /`: what this server offers (the web page arrives with the live preview).
+    /// `GET /`: the web page for a browser (an `Accept` listing `text/html`), otherwise what
+    /// this server offers as JSON, so curl and scripts keep getting the list of endpoints.
     func index(_ request: HTTPRequest, endpoints: [String]) throws -> HTTPResponse {
         _ = try QueryParameters(request, allowed: [])
+        if WebPage.isWanted(by: request) { return WebPage.response(request) }
         var object = JSONObjectWriter()
         object.field("service", "shutterd")
         object.field("version", Self.version)
         object.rawField("endpoints", "[" + endpoints.map(JSONString.quote).joined(separator: ",") + "]")
-        return .json(.ok, object.finished())
+        // Caches must not hand this to a browser that asked for the page, nor the page to curl.
+        return .json(.ok, object.finished(), headers: ["Vary": "Accept"])
     }
 }
