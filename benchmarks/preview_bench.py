@@ -12,7 +12,7 @@ here with gcc -O2 into .build/bench/) holds N connections in one epoll loop for 
 then --seconds, and reports frames per second per viewer, latency percentiles and the server's
 CPU time and memory over exactly the measured window (read from /proc by the client, so the
 window is the same). The servers run alternately for each N (ustreamer first for odd rows,
-shutterd first for even ones), a fresh process for every measurement, so machine noise hits both
+shutterd first for even ones; --repeat R runs each pair R times, pooling frames and CPU), a fresh process for every measurement, so machine noise hits both
 and peak RSS belongs to that N. A last row per server adds stalled viewers (connect, send the
 request, never read) to 10 readers, to see what slow clients cost in memory.
 
@@ -23,7 +23,8 @@ servers' CPU: the same for both. Its thread is named emucam-frames, and the JSON
 every server's CPU by thread name, that one included.
 
 Usage: benchmarks/preview_bench.py [--seconds 10] [--warmup 2] [--viewers 1,10,50,100]
-       [--stalled 20] [--servers ustreamer,shutterd] [--json results.json] [--shutterd PATH]
+       [--stalled 20] [--servers ustreamer,shutterd] [--repeat 1] [--json results.json]
+       [--shutterd PATH]
 Needs: swift build -c release --product shutterd, ustreamer, gcc, libturbojpeg0-dev.
 """
 
@@ -32,6 +33,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,13 +163,36 @@ def fmt(value, digits=1):
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def combine(runs):
+    """One row from the repeated runs of a server at one N: frames and CPU pooled, the worst
+    viewer's fps, medians of the per-run latency percentiles, the largest RSS."""
+    if len(runs) == 1 or any(r.get("unavailable") for r in runs):
+        return dict(runs[0], runs=1, cpu_ms_runs=[runs[0].get("cpu_ms_per_frame")])
+    frames = sum(r["frames"] for r in runs)
+    cpu = sum(r["cpu_s"] for r in runs)
+    med = statistics.median
+    return {
+        "server": runs[0]["server"], "viewers": runs[0]["viewers"], "stalled": runs[0]["stalled"],
+        "runs": len(runs), "frames": frames, "errors": sum(r["errors"] for r in runs),
+        "fps": {"min": min(r["fps"]["min"] for r in runs), "median": med([r["fps"]["median"] for r in runs])},
+        "latency_ms": {k: med([r["latency_ms"][k] for r in runs]) for k in ("p50", "p95", "p99")},
+        "core_percent": round(statistics.mean(r["core_percent"] for r in runs), 1),
+        "cpu_ms_per_frame": round(1000 * cpu / frames, 4) if frames else None,
+        "cpu_ms_runs": [r["cpu_ms_per_frame"] for r in runs],
+        "rss_mib_end": max(r["rss_mib_end"] for r in runs), "hwm_mib": max(r["hwm_mib"] for r in runs),
+    }
+
+
 def table(rows, servers):
     lines = [
         "| viewers | server | fps per viewer min / median | latency p50 / p95 (p99) ms | CPU % of a core "
         "| CPU ms per delivered frame | ratio shutterd/ustreamer | RSS MiB end (peak) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    by_key = {(r["server"], r["viewers"], r.get("stalled", 0)): r for r in rows}
+    grouped = {}
+    for r in rows:
+        grouped.setdefault((r["server"], r["viewers"], r.get("stalled", 0)), []).append(r)
+    by_key = {key: combine(runs) for key, runs in grouped.items()}
     keys = sorted({(r["viewers"], r.get("stalled", 0)) for r in rows}, key=lambda k: (k[1] > 0, k[0]))
     for viewers, stalled in keys:
         label = str(viewers) if not stalled else f"{viewers} + {stalled} stalled"
@@ -182,12 +207,18 @@ def table(rows, servers):
             ratio = ""
             if name == "shutterd" and theirs and not theirs.get("unavailable") and theirs["cpu_ms_per_frame"]:
                 ratio = f"**{r['cpu_ms_per_frame'] / theirs['cpu_ms_per_frame']:.2f}**"
+                if r["runs"] > 1 and len(theirs["cpu_ms_runs"]) == r["runs"]:
+                    each = [a / b for a, b in zip(r["cpu_ms_runs"], theirs["cpu_ms_runs"])]
+                    ratio += f" ({min(each):.2f}–{max(each):.2f})"
+            cpu = fmt(r["cpu_ms_per_frame"], 3)
+            if r["runs"] > 1:
+                cpu += f" ({min(r['cpu_ms_runs']):.3f}–{max(r['cpu_ms_runs']):.3f}, {r['runs']} runs)"
             lat = r["latency_ms"]
             errors = f" ({r['errors']} errors)" if r["errors"] else ""
             lines.append(
                 f"| {label} | {name} | {r['fps']['min']:.1f} / {r['fps']['median']:.1f}{errors} "
                 f"| {fmt(lat['p50'])} / {fmt(lat['p95'])} ({fmt(lat['p99'])}) | {r['core_percent']:.1f} "
-                f"| {fmt(r['cpu_ms_per_frame'], 3)} | {ratio} | {r['rss_mib_end']:.1f} ({r['hwm_mib']:.1f}) |")
+                f"| {cpu} | {ratio} | {r['rss_mib_end']:.1f} ({r['hwm_mib']:.1f}) |")
     return "\n".join(lines)
 
 
@@ -199,6 +230,8 @@ def main():
     parser.add_argument("--viewers", default="1,10,50,100")
     parser.add_argument("--stalled", type=int, default=20, help="stalled viewers beside 10 readers (0: skip)")
     parser.add_argument("--servers", default="ustreamer,shutterd")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each pair, alternating which server goes first; CPU pooled, ranges shown")
     parser.add_argument("--json", help="also write every result here")
     parser.add_argument("--shutterd", default=SHUTTERD, help="the daemon to measure (default: %(default)s)")
     args = parser.parse_args()
@@ -214,7 +247,7 @@ def main():
     if args.stalled:
         plan.append((10, args.stalled))
     rows = []
-    for i, (viewers, stalled) in enumerate(plan):
+    for i, (viewers, stalled) in enumerate(p for p in plan for _ in range(args.repeat)):
         order = servers if i % 2 == 0 else servers[::-1]
         for name in order:
             result = measure(name, viewers, args.seconds, args.warmup, stalled)
