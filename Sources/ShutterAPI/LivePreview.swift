@@ -226,12 +226,41 @@ final class PreviewPart: Sendable {
     init(_ frame: EncodedFrame) {
         jpeg = frame.jpeg
         capturedAt = frame.capturedAt
-        let milliseconds = frame.wallMilliseconds
+        // Built from bytes, not string interpolation: it runs on the event loop for every frame.
+        var head = Self.contentLengthField
+        head.reserveCapacity(128)
+        Self.appendDecimal(UInt64(frame.jpeg.count), to: &head)
         // X-Timestamp: capture time in Unix seconds, as ustreamer sends it.
-        let fraction = String(milliseconds % 1000 + 1000).dropFirst()
-        head = Array(
-            "Content-Type: image/jpeg\r\nContent-Length: \(frame.jpeg.count)\r\nX-Timestamp: \(milliseconds / 1000).\(fraction)\r\nX-Frame-Sequence: \(frame.sequence)\r\n\r\n"
-                .utf8)
+        head += Self.timestampField
+        let milliseconds = UInt64(max(0, frame.wallMilliseconds))
+        Self.appendDecimal(milliseconds / 1000, to: &head)
+        head.append(UInt8(ascii: "."))
+        Self.appendDecimal(milliseconds % 1000, to: &head, digits: 3)
+        head += Self.sequenceField
+        Self.appendDecimal(frame.sequence, to: &head)
+        head += Self.endOfHead
+        self.head = head
+    }
+
+    private static let contentLengthField = Array("Content-Type: image/jpeg\r\nContent-Length: ".utf8)
+    private static let timestampField = Array("\r\nX-Timestamp: ".utf8)
+    private static let sequenceField = Array("\r\nX-Frame-Sequence: ".utf8)
+    private static let endOfHead = Array("\r\n\r\n".utf8)
+
+    /// Appends `value` in decimal, zero-padded to at least `digits` (at most 20) digits.
+    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8], digits: Int = 1) {
+        let digits = min(digits, 20)
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        withUnsafeMutableBytes(of: &scratch) { buffer in
+            var remaining = value
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0 || buffer.count - index < digits
+            bytes.append(contentsOf: buffer[index...])
+        }
     }
 }
 

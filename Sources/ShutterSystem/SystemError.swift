@@ -30,7 +30,9 @@ public enum IOResult<Value> {
 ///
 /// The single wrapper every module uses (the swift-nio habit): `EINTR` is never
 /// an error, and `EBADF`/`EFAULT` are programming errors that must not be hidden.
-@inline(__always)
+// @inlinable: specialised for each caller's integer type, instead of generic dispatch on every
+// system call (visible in profiles of the capture and event-loop threads).
+@inlinable
 public func syscall<T: FixedWidthInteger>(
     _ call: @autoclosure () -> String, _ body: () throws -> T
 ) throws -> T {
@@ -45,7 +47,7 @@ public func syscall<T: FixedWidthInteger>(
 }
 
 /// Like `syscall`, but `EAGAIN`/`EWOULDBLOCK` come back as `.wouldBlock` instead of an error.
-@inline(__always)
+@inlinable
 public func nonBlockingSyscall<T: FixedWidthInteger>(
     _ call: @autoclosure () -> String, _ body: () throws -> T
 ) throws -> IOResult<T> {

@@ -175,15 +175,13 @@ public final class V4L2CameraSource: CameraSource {
                 let damage = dropped > 0 ? " (\(dropped) damaged frames dropped)" : ""
                 throw CameraError.stalled("\(path) delivered no good frame in \(waited) ms\(damage)")
             }
-            guard let buffer = try session.device.dequeue() else {
-                let remaining = Int((deadline.nanoseconds(since: now) + 999_999) / 1_000_000)
-                if case .failed(let events) = try session.device.waitForFrame(timeoutMilliseconds: remaining)
-                {
-                    throw CameraError.disconnected(
-                        "\(path): poll reported events 0x\(String(events, radix: 16))")
-                }
-                continue
+            // Wait first, then dequeue: a frame is rarely ready already, and this way each frame
+            // costs one poll and one VIDIOC_DQBUF instead of a failed DQBUF before the poll.
+            let remaining = Int((deadline.nanoseconds(since: now) + 999_999) / 1_000_000)
+            if case .failed(let events) = try session.device.waitForFrame(timeoutMilliseconds: remaining) {
+                throw CameraError.disconnected("\(path): poll reported events 0x\(String(events, radix: 16))")
             }
+            guard let buffer = try session.device.dequeue() else { continue }
             guard buffer.index < session.buffers.count else {
                 throw CameraError.device(SystemError(errno: EINVAL, call: "VIDIOC_DQBUF"))
             }
