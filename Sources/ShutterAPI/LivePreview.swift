@@ -115,10 +115,15 @@ public final class LivePreview: @unchecked Sendable {
             state.scalers[viewer.key] = scaler
             return scaler
         }
-        if !wasWatched {
-            capture.setLiveDemand(true)
-            logger.info("live preview: first viewer", ["viewer": String(viewer.statistics.id)])
-        }
+        if !wasWatched { capture.setLiveDemand(true) }
+        logger.info(
+            "preview viewer joined",
+            [
+                "viewer": String(viewer.statistics.id),
+                "width": viewer.statistics.width.map(String.init) ?? "camera",
+                "max_fps": viewer.statistics.maximumFramesPerSecond.map { String($0) } ?? "camera",
+                "viewers": String(viewers.values.reduce(0) { $0 + $1.count }),
+            ])
         // While the camera is gone, show the newest "no signal" picture at once.
         if let noSignal = capture.currentNoSignalFrame {
             if let scaler {
@@ -147,10 +152,16 @@ public final class LivePreview: @unchecked Sendable {
             return state.scalers.removeValue(forKey: viewer.key)
         }
         scaler?.finish()
-        if unwatched {
-            capture.setLiveDemand(false)
-            logger.info("live preview: no viewers left")
-        }
+        if unwatched { capture.setLiveDemand(false) }
+        let seconds = clock.monotonicNow().nanoseconds(since: viewer.statistics.connectedAt) / 1_000_000
+        logger.info(
+            "preview viewer left",
+            [
+                "viewer": String(viewer.statistics.id), "frames_sent": String(viewer.statistics.framesSent),
+                "frames_skipped": String(viewer.statistics.framesSkipped),
+                "seconds": "\(seconds / 1000).\(String(seconds % 1000 + 1000).dropFirst())",
+                "viewers": String(viewers.values.reduce(0) { $0 + $1.count }),
+            ])
     }
 
     /// Turns `frame` into a part once and offers it to every viewer of size `key`.

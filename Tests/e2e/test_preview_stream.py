@@ -145,6 +145,10 @@ def test_status_counts_viewers_and_forgets_those_who_leave(make_daemon):
             stream.close()
     wait_for(lambda: status(d)["preview"]["viewers"] == 0, timeout=3)
     assert status(d)["preview"]["frames_sent"] >= 15, "totals keep the viewers that left"
+    # Each viewer's arrival and departure is logged, with what it was sent.
+    assert len([l for l in d.log_lines if "preview viewer joined" in l]) == 3
+    left = [l for l in d.log_lines if "preview viewer left" in l]
+    assert len(left) == 3 and all("frames_sent=" in l and "seconds=" in l for l in left), left
     # With nobody watching, nothing more is encoded.
     time.sleep(0.2)
     encoded = status(d)["camera"]["frames_encoded"]
