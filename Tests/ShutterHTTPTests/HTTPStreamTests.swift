@@ -58,8 +58,27 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
     }
 }
 
+/// A server whose `/stream` answers with `stream`, and a client that asked for it and read the head.
+private struct StreamingClient {
+    let stream: ManualStream
+    let running: RunningHTTPServer
+    let socket: TestSocket
+    let head: String
+
+    init(
+        _ stream: ManualStream = ManualStream(), receiveBuffer: Int32? = nil,
+        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+    ) throws {
+        self.stream = stream
+        running = try RunningHTTPServer(router: HTTPStreamTests.router(stream), configure: configure)
+        socket = try TestSocket(port: running.port, receiveBuffer: receiveBuffer)
+        try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+        head = HTTPStreamTests.readHead(socket)
+    }
+}
+
 @Suite struct HTTPStreamTests {
-    private static func router(_ stream: ManualStream) -> Router {
+    fileprivate static func router(_ stream: ManualStream) -> Router {
         var router = Router()
         router.add(
             .get, "/stream",
@@ -90,7 +109,7 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
     }
 
     /// Reads the response head (up to the blank line).
-    private static func readHead(_ socket: TestSocket) -> String {
+    fileprivate static func readHead(_ socket: TestSocket) -> String {
         var head: [UInt8] = []
         while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
             let byte = socket.read(count: 1)
@@ -102,12 +121,9 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
 
     @Test func chunksArriveAsProducedAndTheEndIsTheClose() async throws {
         try await onDedicatedThread {
-            let stream = ManualStream()
-            let running = try RunningHTTPServer(router: Self.router(stream))
+            let client = try StreamingClient()
+            let (stream, running, socket, head) = (client.stream, client.running, client.socket, client.head)
             defer { running.stop() }
-            let socket = try TestSocket(port: running.port)
-            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
-            let head = Self.readHead(socket)
             #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
             // No length: the body ends when the connection closes, and the head says so.
             #expect(!head.lowercased().contains("content-length"))
@@ -134,12 +150,9 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
 
     @Test func aViewerThatHangsUpIsForgottenAtOnce() async throws {
         try await onDedicatedThread {
-            let stream = ManualStream()
-            let running = try RunningHTTPServer(router: Self.router(stream))
+            let client = try StreamingClient()
+            let (stream, running, socket) = (client.stream, client.running, client.socket)
             defer { running.stop() }
-            let socket = try TestSocket(port: running.port)
-            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
-            _ = Self.readHead(socket)
             #expect(stream.stops.load(ordering: .relaxed) == 0)
             shutdown(socket.descriptor, Int32(SHUT_RDWR))
             // Noticed from the hang-up itself, with nothing written after it.
@@ -184,14 +197,13 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
 
     @Test func aViewerThatStopsReadingIsDroppedAfterTheStreamsStallTimeout() async throws {
         try await onDedicatedThread {
-            let stream = ManualStream(stallTimeoutMilliseconds: 300)
             // The server's own write timeout is long: the stream's must be the one that applies.
-            let running = try RunningHTTPServer(router: Self.router(stream)) {
+            let client = try StreamingClient(ManualStream(stallTimeoutMilliseconds: 300), receiveBuffer: 4096)
+            {
                 $0.writeTimeoutMilliseconds = 60_000
             }
+            let (stream, running) = (client.stream, client.running)
             defer { running.stop() }
-            let socket = try TestSocket(port: running.port, receiveBuffer: 4096)
-            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
             let chunk = [UInt8](repeating: 0x55, count: 1 << 20)
             // Never read: a few megabytes fill both socket buffers, then writing stalls.
             for _ in 0..<8 { Self.onLoop(running) { stream.push(chunk) } }
@@ -204,13 +216,8 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
 
     @Test func shutdownEndsStreamsInsteadOfWaitingForThem() async throws {
         try await onDedicatedThread {
-            let stream = ManualStream()
-            let running = try RunningHTTPServer(router: Self.router(stream)) {
-                $0.shutdownGraceMilliseconds = 30_000
-            }
-            let socket = try TestSocket(port: running.port)
-            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
-            _ = Self.readHead(socket)
+            let client = try StreamingClient { $0.shutdownGraceMilliseconds = 30_000 }
+            let (stream, running, socket) = (client.stream, client.running, client.socket)
             let start = SystemClock().monotonicNow()
             running.stop()
             #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 2_000_000_000)

@@ -20,17 +20,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for_script(firefox, script, timeout=10):
+    """Runs `script` until it returns something truthy; returns that (or the last falsy value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = firefox.execute(script)
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
 def test_firefox_shows_the_stream_live(make_daemon):
     d = make_daemon(["--camera", "test-pattern", "--size", "640x480", "--fps", "30"])
     os.makedirs(os.path.join(ARTEFACTS, "firefox"), exist_ok=True)
     with Firefox(free_port()) as firefox:
         firefox.navigate(f"http://127.0.0.1:{d.port}/preview.mjpg")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            size = firefox.execute("const i = document.images[0]; return i ? i.naturalWidth : 0;")
-            if size:
-                break
-            time.sleep(0.1)
+        size = wait_for_script(firefox, "const i = document.images[0]; return i ? i.naturalWidth : 0;")
         assert size == 640, "Firefox decoded the stream's frames"
         image = firefox.find("img")
         shots = []
@@ -50,15 +55,10 @@ def test_firefox_shows_the_page_with_a_live_preview(make_daemon):
     os.makedirs(os.path.join(ARTEFACTS, "firefox"), exist_ok=True)
     with Firefox(free_port()) as firefox:
         firefox.navigate(f"http://127.0.0.1:{d.port}/")
-        deadline = time.monotonic() + 10
-        source = None
-        while time.monotonic() < deadline:
-            source = firefox.execute(
-                "const p = document.getElementById('preview');"
-                "return p && p.naturalWidth > 0 ? new URL(p.currentSrc).pathname : null;")
-            if source:
-                break
-            time.sleep(0.1)
+        source = wait_for_script(
+            firefox,
+            "const p = document.getElementById('preview');"
+            "return p && p.naturalWidth > 0 ? new URL(p.currentSrc).pathname : null;")
         assert source == "/preview.mjpg", "Firefox got the page (not the JSON index) and its live stream"
         preview = firefox.find("#preview")
         first = firefox.screenshot(preview)

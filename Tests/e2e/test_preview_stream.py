@@ -11,22 +11,13 @@ import pytest
 from emucam import emucam_env
 from mjpeg import MJPEGStream
 from test_snap_library import djpeg_size
+from test_v4l2_camera import camera_daemon, camera_frames, wait_for
 
 TEST_PATTERN = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30"]
 
 
 def status(d):
     return d.json("GET", "/status")[2]
-
-
-def wait_for(predicate, timeout=10.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
 
 
 def rss_kib(pid):
@@ -292,7 +283,6 @@ def test_curl_reads_the_stream(make_daemon, tmp_path):
 
 
 def test_an_mjpeg_camera_is_streamed_byte_for_byte(make_daemon, tmp_path):
-    from test_v4l2_camera import camera_daemon, camera_frames
     sent = camera_frames(tmp_path)
     d = camera_daemon(make_daemon)
     stream = MJPEGStream(d.port)

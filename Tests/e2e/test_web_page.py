@@ -76,6 +76,13 @@ def open_page(browser, daemon):
          message="the overlay never showed the camera size from /status")
 
 
+def type_interval(browser, seconds):
+    """Types `seconds` into the Start/Stop interval field."""
+    every = browser.find_element(By.ID, "every")
+    every.clear()
+    every.send_keys(seconds)
+
+
 def thumbnail_ids(browser):
     """The gallery's picture ids in page order, read in one step (tiles come and go meanwhile)."""
     return browser.execute_script(
@@ -151,9 +158,7 @@ def test_delayed_shows_a_countdown_then_a_thumbnail(daemon, browser):
 
 def test_start_then_stop_takes_pictures_until_stopped(daemon, browser):
     open_page(browser, daemon)
-    every = browser.find_element(By.ID, "every")
-    every.clear()
-    every.send_keys("0.5")
+    type_interval(browser, "0.5")
     button = browser.find_element(By.ID, "startstop")
     button.click()
     wait(browser, lambda: button.text == "Stop", message="Start did not become Stop")
@@ -219,9 +224,7 @@ def test_the_gallery_pages_as_you_scroll(daemon, browser):
 
 def test_an_api_error_is_shown_to_the_user(daemon, browser):
     open_page(browser, daemon)
-    every = browser.find_element(By.ID, "every")
-    every.clear()
-    every.send_keys("0")
+    type_interval(browser, "0")
     browser.find_element(By.ID, "startstop").click()
     toast = browser.find_element(By.ID, "toast")
     wait(browser, toast.is_displayed, 3, "no message for a refused job")
