@@ -31,6 +31,9 @@ public final class LivePreview: @unchecked Sendable {
     static let advanceHeaders = Array("Content-Type: image/jpeg\r\n\r\n".utf8)
     static let partEndWithAdvanceHeaders = partEnd + advanceHeaders
 
+    /// See `PreviewViewer.unsentByteLimit`.
+    static let unsentByteLimit = 32 * 1024
+
     private let capture: CaptureService
     private let quality: Int
     let stallTimeoutMilliseconds: Int
@@ -326,6 +329,9 @@ final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
     }
 
     var stallTimeoutMilliseconds: Int? { preview.stallTimeoutMilliseconds }
+    /// About one frame of backlog in the kernel at most: a viewer that reads slowly skips to the
+    /// newest frame instead of receiving ones that waited seconds in a send buffer.
+    var unsentByteLimit: Int? { LivePreview.unsentByteLimit }
 
     func start(_ writer: HTTPStreamWriter) {
         self.writer = writer

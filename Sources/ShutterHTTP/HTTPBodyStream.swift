@@ -26,10 +26,19 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
     /// Milliseconds a client may read nothing before it is dropped; nil keeps the server's
     /// `writeTimeoutMilliseconds`.
     var stallTimeoutMilliseconds: Int? { get }
+    /// The most bytes the kernel may hold unsent for this connection (`TCP_NOTSENT_LOWAT`);
+    /// nil leaves the kernel's send buffer alone.
+    ///
+    /// A live stream wants a small one: the send buffer grows to megabytes (`tcp_wmem`), and
+    /// a client that reads slowly would get everything queued there, seconds behind, instead
+    /// of the stream's newest output; with the limit the socket reports full early, so the
+    /// stream skips ahead.
+    var unsentByteLimit: Int? { get }
 }
 
 extension HTTPBodyStream {
     public var stallTimeoutMilliseconds: Int? { nil }
+    public var unsentByteLimit: Int? { nil }
 }
 
 /// A stream's handle on its connection.

@@ -296,6 +296,11 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                     stopParsing = true
                     slots.removeAll()
                     stream = body
+                    if var limit = body.unsentByteLimit.map(Int32.init(clamping:)) {
+                        setsockopt(
+                            descriptor, Int32(IPPROTO_TCP), TCP_NOTSENT_LOWAT, &limit,
+                            socklen_t(MemoryLayout<Int32>.size))
+                    }
                     body.start(HTTPStreamWriter(loop: server.loop, connection: self))
                     return
                 }

@@ -333,3 +333,25 @@ def test_browsers_get_the_next_parts_headers_right_after_each_frame(make_daemon)
         assert int(headers["content-length"]) == len(body)
     finally:
         stream.close()
+
+
+def test_a_slow_viewer_gets_recent_frames_not_a_growing_backlog(make_daemon):
+    # A viewer on a slow link: a small receive window, and it takes 0.3 s per frame where the
+    # camera makes one every 33 ms. Without a cap on the kernel's unsent bytes the daemon's send
+    # buffer (megabytes) would queue frames, and each frame read would be older than the last.
+    d = make_daemon(["--camera", "test-pattern", "--size", "1280x720", "--fps", "30"])
+    stream = MJPEGStream(d.port, receive_buffer=65536)
+    try:
+        stream.read_preamble()
+        ages, sequences = [], []
+        for _ in range(14):
+            headers, _, _, _ = stream.next_part()
+            ages.append(time.time() - float(headers["x-timestamp"]))
+            sequences.append(int(headers["x-frame-sequence"]))
+            time.sleep(0.3)
+        assert max(ages[-5:]) < 1.2, [round(age, 2) for age in ages]
+        assert sequences[-1] - sequences[0] > 13 * 5, "it skipped ahead to newer frames"
+        viewer = status(d)["preview"]["viewer_list"][0]
+        assert viewer["frames_skipped"] > 0, viewer
+    finally:
+        stream.close()
