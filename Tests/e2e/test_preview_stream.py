@@ -355,3 +355,37 @@ def test_a_slow_viewer_gets_recent_frames_not_a_growing_backlog(make_daemon):
         assert viewer["frames_skipped"] > 0, viewer
     finally:
         stream.close()
+
+
+def test_a_viewer_wakes_an_idle_camera_and_keeps_it_open(make_daemon):
+    d = camera_daemon(make_daemon, ["--idle-after-s", "1"])
+    wait_for(lambda: status(d)["camera"]["state"] == "idle", timeout=10)
+    stream = MJPEGStream(d.port)
+    try:
+        stream.read_preamble()
+        headers, body, _, _ = stream.next_part()
+        assert djpeg_size(body) == (640, 480)
+        # Watching is demand: the camera stays open well past idle_after_s.
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            stream.next_part()
+        assert status(d)["camera"]["state"] == "streaming"
+    finally:
+        stream.close()
+    wait_for(lambda: status(d)["camera"]["state"] == "idle", timeout=10)
+
+
+def test_sigterm_ends_streams_and_the_daemon_promptly(make_daemon):
+    d = make_daemon(TEST_PATTERN)
+    streams = [MJPEGStream(d.port) for _ in range(3)]
+    for stream in streams:
+        stream.read_preamble()
+        stream.next_part()
+    started = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - started < 3, "streams have no end to wait for"
+    for stream in streams:
+        with pytest.raises((EOFError, ConnectionError)):
+            for _ in range(100):
+                stream.next_part()
+        stream.close()
