@@ -44,7 +44,7 @@ public final class LivePreview: @unchecked Sendable {
         var loop: EventLoop?
         var hasNativeViewers = false
         /// The scaling task of each smaller width, fed the newest frame only.
-        var scalers: [Int: AsyncStream<EncodedFrame>.Continuation] = [:]
+        var scalers: [Int: Scaler] = [:]
         var statistics: [UInt64: PreviewViewerStatistics] = [:]
         var nextViewerID: UInt64 = 1
         /// Counters of viewers that have left, so totals never go down.
@@ -89,6 +89,14 @@ public final class LivePreview: @unchecked Sendable {
             statistics: statistics)
     }
 
+    /// Each smaller size being made now, with the frames encoded at that size (once per frame
+    /// for all of its viewers).
+    var renditions: [(width: Int, framesEncoded: UInt64)] {
+        shared.withLock { state in
+            state.scalers.values.map { ($0.width, $0.framesEncoded) }.sorted { $0.width < $1.width }
+        }
+    }
+
     /// Every viewer's counters, and the totals including viewers that have left.
     var statistics: (viewers: [PreviewViewerStatistics], framesSent: UInt64, framesSkipped: UInt64) {
         shared.withLock { state in
@@ -113,10 +121,10 @@ public final class LivePreview: @unchecked Sendable {
                 state.hasNativeViewers = true
                 return nil
             }
-            if let existing = state.scalers[viewer.key] { return existing }
+            if let existing = state.scalers[viewer.key] { return existing.frames }
             let scaler = startScaler(width: viewer.key, loop: loop)
             state.scalers[viewer.key] = scaler
-            return scaler
+            return scaler.frames
         }
         if !wasWatched { capture.setLiveDemand(true) }
         logger.info(
@@ -152,7 +160,7 @@ public final class LivePreview: @unchecked Sendable {
                 state.hasNativeViewers = false
                 return nil
             }
-            return state.scalers.removeValue(forKey: viewer.key)
+            return state.scalers.removeValue(forKey: viewer.key)?.frames
         }
         scaler?.finish()
         if unwatched { capture.setLiveDemand(false) }
@@ -179,7 +187,7 @@ public final class LivePreview: @unchecked Sendable {
     /// Called on the capture thread for every frame while anyone watches.
     private func frameArrived(_ frame: EncodedFrame) {
         let (loop, native, scalers) = shared.withLock {
-            ($0.loop, $0.hasNativeViewers, Array($0.scalers.values))
+            ($0.loop, $0.hasNativeViewers, $0.scalers.values.map(\.frames))
         }
         guard let loop else { return }
         if native { loop.execute { self.deliver(frame, key: 0) } }
@@ -188,9 +196,10 @@ public final class LivePreview: @unchecked Sendable {
 
     /// A task that scales the newest frame to `width` and hands it to the loop; frames that
     /// arrive while it works replace each other, so a slow scaler drops frames, never queues.
-    private func startScaler(width: Int, loop: EventLoop) -> AsyncStream<EncodedFrame>.Continuation {
+    private func startScaler(width: Int, loop: EventLoop) -> Scaler {
         let (frames, continuation) = AsyncStream.makeStream(
             of: EncodedFrame.self, bufferingPolicy: .bufferingNewest(1))
+        let scaler = Scaler(width: width, frames: continuation)
         let quality = quality
         let logger = logger
         // The task ends when the continuation finishes (the last viewer of this width left).
@@ -206,6 +215,7 @@ public final class LivePreview: @unchecked Sendable {
             for await frame in frames {
                 do {
                     let scaled = try Self.scale(frame, minimumWidth: width, encoder: encoder)
+                    scaler.countEncoded()
                     loop.execute { self.deliver(scaled, key: width) }
                 } catch  where !loggedFailure {
                     loggedFailure = true
@@ -215,7 +225,7 @@ public final class LivePreview: @unchecked Sendable {
                 } catch {}
             }
         }
-        return continuation
+        return scaler
     }
 
     private static func scale(_ frame: EncodedFrame, minimumWidth: Int, encoder: JPEGEncoder) throws
@@ -227,6 +237,21 @@ public final class LivePreview: @unchecked Sendable {
             sequence: frame.sequence, capturedAt: frame.capturedAt, wallMilliseconds: frame.wallMilliseconds,
             width: decoded.width, height: decoded.height, jpeg: jpeg)
     }
+}
+
+/// The scaling task of one width: where frames go in, and how many it has encoded.
+private final class Scaler: Sendable {
+    let width: Int
+    let frames: AsyncStream<EncodedFrame>.Continuation
+    private let encoded = Atomic<UInt64>(0)
+
+    init(width: Int, frames: AsyncStream<EncodedFrame>.Continuation) {
+        self.width = width
+        self.frames = frames
+    }
+
+    var framesEncoded: UInt64 { encoded.load(ordering: .relaxed) }
+    func countEncoded() { encoded.add(1, ordering: .relaxed) }
 }
 
 /// One frame as a part of the multipart stream: built once per frame and size, shared by all

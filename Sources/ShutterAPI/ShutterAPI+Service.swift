@@ -60,6 +60,13 @@ extension ShutterAPI {
         previewObject.field("frames_sent", previewStatistics.framesSent)
         previewObject.field("frames_skipped", previewStatistics.framesSkipped)
         previewObject.rawField("viewer_list", "[" + viewerItems.joined(separator: ",") + "]")
+        let renditionItems = preview.renditions.map { rendition in
+            var item = JSONObjectWriter()
+            item.field("width", rendition.width)
+            item.field("frames_encoded", rendition.framesEncoded)
+            return item.finished()
+        }
+        previewObject.rawField("renditions", "[" + renditionItems.joined(separator: ",") + "]")
         var object = JSONObjectWriter()
         object.field("version", Self.version)
         object.field(

@@ -389,3 +389,31 @@ def test_sigterm_ends_streams_and_the_daemon_promptly(make_daemon):
             for _ in range(100):
                 stream.next_part()
         stream.close()
+
+
+def test_each_smaller_size_is_encoded_once_for_all_its_viewers(make_daemon):
+    d = make_daemon(["--camera", "test-pattern", "--size", "1280x720", "--fps", "30"])
+    # 320, 300 and 200 all map onto the 1/4 scale (320 wide, the smallest n/8 at least as wide);
+    # 640 is the 1/2 scale.
+    paths = ["/preview.mjpg?width=320", "/preview.mjpg?width=300", "/preview.mjpg?width=200",
+             "/preview.mjpg?width=640"]
+    streams = [MJPEGStream(d.port, path) for path in paths]
+    try:
+        for stream in streams:
+            stream.read_preamble()
+        for _ in range(15):
+            bodies = [stream.next_part()[1] for stream in streams]
+        assert [djpeg_size(body) for body in bodies] == [(320, 180)] * 3 + [(640, 360)]
+        preview = status(d)["preview"]
+        renditions = {r["width"]: r["frames_encoded"] for r in preview["renditions"]}
+        assert sorted(renditions) == [320, 640], preview["renditions"]
+        sent = {}
+        for viewer in preview["viewer_list"]:
+            sent.setdefault(viewer["width"], []).append(viewer["frames_sent"])
+        assert sorted(len(v) for v in sent.values()) == [1, 3]
+        # Once per frame for the three viewers of 320, not once per viewer.
+        assert renditions[320] <= max(sent[320]) + 5, (renditions, sent)
+    finally:
+        for stream in streams:
+            stream.close()
+    wait_for(lambda: status(d)["preview"]["renditions"] == [], timeout=3)
