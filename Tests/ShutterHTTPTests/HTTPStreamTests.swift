@@ -21,9 +21,11 @@ private final class ManualStream: HTTPBodyStream, @unchecked Sendable {
     /// Times the connection asked while nothing was queued.
     let waits = Atomic<Int>(0)
     let stallTimeoutMilliseconds: Int?
+    let unsentByteLimit: Int?
 
-    init(stallTimeoutMilliseconds: Int? = nil) {
+    init(stallTimeoutMilliseconds: Int? = nil, unsentByteLimit: Int? = nil) {
         self.stallTimeoutMilliseconds = stallTimeoutMilliseconds
+        self.unsentByteLimit = unsentByteLimit
     }
 
     func start(_ writer: HTTPStreamWriter) {
@@ -86,6 +88,27 @@ private struct StreamingClient {
                 HTTPResponse(headers: ["Content-Type": "text/plain"], body: .stream(stream))
             })
         router.add(.get, "/hello", .immediate { _, _ in HTTPResponse(body: .bytes(Array("hello".utf8))) })
+        return router
+    }
+
+    /// Requests that reached `POST /count` (a handler with a side effect).
+    fileprivate static let counted = Atomic<Int>(0)
+
+    /// `router(stream)` plus `GET /slow` (a task answering after 300 ms) and `POST /count`.
+    fileprivate static func reviewRouter(_ stream: ManualStream) -> Router {
+        var router = router(stream)
+        router.add(
+            .get, "/slow",
+            .task { _, _ in
+                try await Task.sleep(for: .milliseconds(300))
+                return HTTPResponse(body: .bytes(Array("slow".utf8)))
+            })
+        router.add(
+            .post, "/count",
+            .immediate { _, _ in
+                counted.add(1, ordering: .relaxed)
+                return HTTPResponse(body: .bytes(Array("counted".utf8)))
+            })
         return router
     }
 
@@ -223,6 +246,80 @@ private struct StreamingClient {
             #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 2_000_000_000)
             #expect(stream.stops.load(ordering: .relaxed) == 1)
             #expect(socket.readToEnd().isEmpty)
+        }
+    }
+
+    // MARK: Review (branch `review`): tests that fail on ba575b2
+
+    /// A stream whose response is queued only after shutdown began (it waited behind a slower
+    /// pipelined response) is started anyway and holds the shutdown for the whole grace period.
+    @Test func aStreamReachedDuringShutdownDoesNotHoldTheShutdown() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.reviewRouter(stream)) {
+                $0.shutdownGraceMilliseconds = 5_000
+            }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(100_000)  // both parsed; /slow still running
+            let start = SystemClock().monotonicNow()
+            running.stop()
+            let elapsed = SystemClock().monotonicNow().nanoseconds(since: start)
+            #expect(elapsed < 2_000_000_000, "shutdown took \(elapsed / 1_000_000) ms")
+        }
+    }
+
+    /// Requests pipelined behind a stream are never answered, but they are run: a POST behind
+    /// `GET /stream` has its side effect and the client can never learn of it.
+    @Test func requestsPipelinedBehindAStreamAreNotRun() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.reviewRouter(stream))
+            defer { running.stop() }
+            let before = Self.counted.load(ordering: .relaxed)
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /stream HTTP/1.1\r\nHost: t\r\n\r\nPOST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+            _ = Self.readHead(socket)
+            Self.onLoop(running) { stream.finish() }
+            #expect(socket.readToEnd().isEmpty)
+            #expect(Self.counted.load(ordering: .relaxed) == before, "the unanswered POST ran")
+        }
+    }
+
+    /// The stall clock measures the kernel accepting bytes, not the client reading them. With
+    /// `TCP_NOTSENT_LOWAT` the kernel accepts nothing more until the client has drained nearly all
+    /// of a frame, so a client that reads all the time, but needs longer than the stall timeout
+    /// to drain one frame, is dropped as "stopped reading" (and the clock also runs while the
+    /// stream had nothing to send, so a pause counts against the client too).
+    @Test func aClientThatReadsSteadilyIsNotDroppedAsStalled() async throws {
+        try await onDedicatedThread {
+            let client = try StreamingClient(
+                ManualStream(stallTimeoutMilliseconds: 500, unsentByteLimit: 32 * 1024), receiveBuffer: 4096)
+            let (stream, running, socket) = (client.stream, client.running, client.socket)
+            defer { running.stop() }
+            // The client reads 1 KiB every 50 ms (20 KiB/s), never pausing longer than that.
+            let reading = Atomic<Bool>(true)
+            let received = Atomic<Int>(0)
+            let descriptor = socket.descriptor
+            let reader = try OSThread.spawn(name: "slow-reader") {
+                var buffer = [UInt8](repeating: 0, count: 1024)
+                while reading.load(ordering: .relaxed) {
+                    let n = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, $0.count, 0) }
+                    if n <= 0 { break }
+                    received.add(n, ordering: .relaxed)
+                    usleep(50_000)
+                }
+            }
+            // One 100 KiB frame (a real camera's at 720p), then nothing more.
+            Self.onLoop(running) { stream.push([UInt8](repeating: 0x55, count: 100 * 1024)) }
+            for _ in 0..<40 where stream.stops.load(ordering: .relaxed) == 0 { usleep(100_000) }
+            #expect(
+                stream.stops.load(ordering: .relaxed) == 0,
+                "dropped while reading steadily, after \(received.load(ordering: .relaxed)) bytes")
+            reading.store(false, ordering: .relaxed)
+            shutdown(descriptor, Int32(SHUT_RDWR))
+            reader.join()
         }
     }
 }
