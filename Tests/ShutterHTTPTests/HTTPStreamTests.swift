@@ -322,4 +322,21 @@ private struct StreamingClient {
             reader.join()
         }
     }
+
+    /// A client that half-closes after its request (`shutdown(SHUT_WR)`, as `nc -N` or socat
+    /// do) still reads: EPOLLRDHUP is its end of sending, not a hang-up, yet the stream ends.
+    @Test func aClientThatHalfClosesStillGetsTheStream() async throws {
+        try await onDedicatedThread {
+            let stream = ManualStream()
+            let running = try RunningHTTPServer(router: Self.router(stream))
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            shutdown(socket.descriptor, Int32(SHUT_WR))
+            _ = Self.readHead(socket)
+            usleep(100_000)
+            Self.onLoop(running) { stream.push(Array("frame".utf8)) }
+            #expect(socket.read(count: 5) == Array("frame".utf8))
+        }
+    }
 }
