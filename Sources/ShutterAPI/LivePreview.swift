@@ -47,6 +47,10 @@ public final class LivePreview: @unchecked Sendable {
         var scalers: [Int: Scaler] = [:]
         var statistics: [UInt64: PreviewViewerStatistics] = [:]
         var nextViewerID: UInt64 = 1
+        /// The newest frame of each size not yet handed to its viewers, and whether the loop has
+        /// been asked to: at most one hand-off per size is ever queued on the loop, so a busy
+        /// loop skips to the newest frame instead of working through a queue of old ones.
+        var awaitingDelivery: [Int: EncodedFrame] = [:]
         /// Counters of viewers that have left, so totals never go down.
         var departedSent: UInt64 = 0
         var departedSkipped: UInt64 = 0
@@ -112,6 +116,7 @@ public final class LivePreview: @unchecked Sendable {
     // MARK: Loop thread
 
     func add(_ viewer: PreviewViewer, loop: EventLoop) {
+        assert(loop.inEventLoop)
         let wasWatched = !viewers.isEmpty
         viewers[viewer.key, default: []].append(viewer)
         let scaler = shared.withLock { state -> AsyncStream<EncodedFrame>.Continuation? in
@@ -175,8 +180,9 @@ public final class LivePreview: @unchecked Sendable {
             ])
     }
 
-    /// Turns `frame` into a part once and offers it to every viewer of size `key`.
-    private func deliver(_ frame: EncodedFrame, key: Int) {
+    /// Turns the newest frame of size `key` into a part once and offers it to every viewer of it.
+    private func deliverNewest(key: Int) {
+        guard let frame = shared.withLock({ $0.awaitingDelivery.removeValue(forKey: key) }) else { return }
         guard let group = viewers[key], !group.isEmpty else { return }
         let part = PreviewPart(frame)
         for viewer in group { viewer.offer(part) }
@@ -190,8 +196,18 @@ public final class LivePreview: @unchecked Sendable {
             ($0.loop, $0.hasNativeViewers, $0.scalers.values.map(\.frames))
         }
         guard let loop else { return }
-        if native { loop.execute { self.deliver(frame, key: 0) } }
+        if native { handOff(frame, key: 0, loop: loop) }
         for scaler in scalers { scaler.yield(frame) }
+    }
+
+    /// Makes `frame` the newest of size `key` and, unless a hand-off is already queued on the loop
+    /// (which will take this frame instead of the one it was queued for), queues one.
+    private func handOff(_ frame: EncodedFrame, key: Int, loop: EventLoop) {
+        let queued = shared.withLock { state -> Bool in
+            defer { state.awaitingDelivery[key] = frame }
+            return state.awaitingDelivery[key] != nil
+        }
+        if !queued { loop.execute { self.deliverNewest(key: key) } }
     }
 
     /// A task that scales the newest frame to `width` and hands it to the loop; frames that
@@ -216,7 +232,7 @@ public final class LivePreview: @unchecked Sendable {
                 do {
                     let scaled = try Self.scale(frame, minimumWidth: width, encoder: encoder)
                     scaler.countEncoded()
-                    loop.execute { self.deliver(scaled, key: width) }
+                    self.handOff(scaled, key: width, loop: loop)
                 } catch  where !loggedFailure {
                     loggedFailure = true
                     logger.warning(
@@ -340,6 +356,7 @@ final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
     private var pending: PreviewPart?
     private var writer: HTTPStreamWriter?
     private var preambleSent = false
+    private var newestOffered: MonotonicInstant?
     private let advanceHeaders: Bool
 
     init(
@@ -364,15 +381,21 @@ final class PreviewViewer: HTTPBodyStream, @unchecked Sendable {
     }
 
     func stop() {
-        guard writer != nil else { return }
-        writer = nil
+        guard let writer else { return }
+        assert(writer.loop.inEventLoop)
+        self.writer = nil
         pending = nil
         preview.remove(self)
     }
 
-    /// Puts `part` in the slot (replacing an unwritten one) unless the fps cap says no.
+    /// Puts `part` in the slot (replacing an unwritten one) unless the fps cap says no, or it is no
+    /// newer than a part already offered (a scaler replaced after its size was left and joined
+    /// again may still finish an older frame).
     func offer(_ part: PreviewPart) {
-        guard writer != nil, limiter.admit(part.capturedAt) else { return }
+        guard writer != nil else { return }
+        if let newest = newestOffered, part.capturedAt <= newest { return }
+        guard limiter.admit(part.capturedAt) else { return }
+        newestOffered = part.capturedAt
         if pending != nil { statistics.countSkipped() }
         pending = part
         writer?.wake()

@@ -15,6 +15,9 @@ extension ShutterAPI {
         return .json(.ok, object.finished(), headers: ["Cache-Control": "no-store"])
     }
 
+    /// The most viewers `/status` lists one by one (the oldest first); the counts cover all.
+    static let maximumListedViewers = 100
+
     /// `GET /status`: camera, counters, catalog size, uptime and version.
     func status(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try QueryParameters(request, allowed: [])
@@ -41,7 +44,9 @@ extension ShutterAPI {
         let previewStatistics = preview.statistics
         let now = clock.monotonicNow()
         var viewerItems: [String] = []
-        for viewer in previewStatistics.viewers {
+        // Bounded: every open web page polls this once a second, and a list of thousands of
+        // viewers for each of thousands of pages would cost more than the viewers themselves.
+        for viewer in previewStatistics.viewers.prefix(Self.maximumListedViewers) {
             var item = JSONObjectWriter()
             item.field("id", viewer.id)
             item.field("width", viewer.width.map(Int64.init))
@@ -60,6 +65,8 @@ extension ShutterAPI {
         previewObject.field("frames_sent", previewStatistics.framesSent)
         previewObject.field("frames_skipped", previewStatistics.framesSkipped)
         previewObject.rawField("viewer_list", "[" + viewerItems.joined(separator: ",") + "]")
+        previewObject.field(
+            "viewer_list_truncated", previewStatistics.viewers.count > Self.maximumListedViewers)
         let renditionItems = preview.renditions.map { rendition in
             var item = JSONObjectWriter()
             item.field("width", rendition.width)

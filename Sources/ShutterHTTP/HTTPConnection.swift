@@ -63,6 +63,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private var stream: (any HTTPBodyStream)?
     /// Set when the stream had nothing to write; its `wake()` pumps again.
     private var streamWaiting = false
+    /// The send queue's unacknowledged bytes at the last tick (streams only; see `noteClientReading`).
+    private var lastUnacknowledgedBytes: Int?
 
     private var requestStartedAt: MonotonicInstant?
     private var lastActivity: MonotonicInstant
@@ -78,12 +80,16 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     func handleEvents(_ events: UInt32) {
-        // A stream reads no more requests but watches for the client hanging up, so a viewer
-        // that leaves is forgotten at once rather than at the next frame's write.
-        let hangUp = cshutter_epollhup() | cshutter_epollerr() | cshutter_epollrdhup()
-        if stream != nil && events & hangUp != 0 {
-            close()
-            return
+        if stream != nil {
+            // A stream reads no more requests. A reset (a client that closed and was then sent
+            // more) ends it at once; the end of the client's sending (EPOLLRDHUP) may be a
+            // half-close by a client that still reads (`nc -N`, socat), so the stream goes on
+            // and a client that closed entirely is noticed on the next write.
+            if events & (cshutter_epollhup() | cshutter_epollerr()) != 0 {
+                close()
+                return
+            }
+            if events & cshutter_epollrdhup() != 0 { peerClosed = true }
         }
         let readable = cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr()
         if events & readable != 0 {
@@ -208,7 +214,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                     headers: ["Allow": allow]
                 ).response())
         case .handler(.immediate(let handler), let parameters):
-            complete(id, Self.respond(server.logger) { try handler(request, parameters) })
+            completeImmediately(id, Self.respond(server.logger) { try handler(request, parameters) })
         case .handler(.task(let handler), let parameters):
             startTask(id) { try await handler(request, parameters) }
         case .handler(.immediateOrTask(let immediate, let task), let parameters):
@@ -219,11 +225,20 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 answer = Self.errorResponse(error, server.logger)
             }
             if let answer {
-                complete(id, answer)
+                completeImmediately(id, answer)
             } else {
                 startTask(id) { try await task(request, parameters) }
             }
         }
+    }
+
+    /// Completes request `id` with the answer of a handler that ran on the loop. A stream keeps the
+    /// connection to the end, so nothing pipelined behind it may run: parsing stops here, before
+    /// the next request is dispatched. (A stream returned by a task would come after requests
+    /// parsed meanwhile had run; return streams from `.immediate` handlers.)
+    private func completeImmediately(_ id: UInt64, _ response: HTTPResponse) {
+        if response.body.isStream { stopParsing = true }
+        complete(id, response)
     }
 
     /// Runs `handler` as a Swift task and completes request `id` with its response on the loop.
@@ -295,6 +310,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                     unsentResponses += 1
                     stopParsing = true
                     slots.removeAll()
+                    if server.isShuttingDown {
+                        // Reached only after shutdown began (it waited behind a slower answer):
+                        // the head, then the close, instead of a stream that would hold the shutdown.
+                        outgoing.append(.endOfResponse)
+                        return
+                    }
                     stream = body
                     if var limit = body.unsentByteLimit.map(Int32.init(clamping:)) {
                         setsockopt(
@@ -330,6 +351,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 return false
             }
             for chunk in nonEmpty { outgoing.append(.bytes(chunk, offset: 0)) }
+            // The stall clock starts when there is something to send, not at the last write
+            // (the stream may have waited for a while with nothing).
+            lastWriteProgress = server.clock.monotonicNow()
             return true
         case .waiting:
             streamWaiting = true
@@ -485,7 +509,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         let wantWrite = outgoingIndex < outgoing.count
         var events: UInt32 = 0
         if wantRead { events |= cshutter_epollin() | cshutter_epollrdhup() }
-        if stream != nil { events |= cshutter_epollrdhup() }
+        if stream != nil && !peerClosed { events |= cshutter_epollrdhup() }
         if wantWrite { events |= cshutter_epollout() }
         guard events != watchedEvents else { return }
         watchedEvents = events
@@ -536,6 +560,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             return
         }
         if outgoingIndex < outgoing.count {
+            if stream != nil { noteClientReading(now: now) }
             let timeout = stream?.stallTimeoutMilliseconds ?? config.writeTimeoutMilliseconds
             if now.nanoseconds(since: lastWriteProgress) > UInt64(timeout) * 1_000_000 {
                 server.logger.info("closing connection: client stopped reading", ["fd": String(descriptor)])
@@ -561,6 +586,18 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         {
             close()
         }
+    }
+
+    /// Counts a client as reading while its unacknowledged bytes go down, even when the socket
+    /// takes nothing new: with a cap on unsent bytes (`unsentByteLimit`) the kernel accepts more
+    /// only once the client has drained most of a frame, which a slow link may take longer
+    /// than the stall timeout to do.
+    private func noteClientReading(now: MonotonicInstant) {
+        let unacknowledged = Int(cshutter_socket_unacknowledged_bytes(descriptor))
+        if unacknowledged >= 0, let previous = lastUnacknowledgedBytes, unacknowledged < previous {
+            lastWriteProgress = now
+        }
+        lastUnacknowledgedBytes = unacknowledged >= 0 ? unacknowledged : nil
     }
 
     /// Closes the socket and forgets the connection.

@@ -59,7 +59,8 @@ import Testing
                 .immediate { _, _ in
                     HTTPResponse(
                         headers: ["Content-Type": LivePreview.contentType],
-                        body: .stream(preview.makeViewer(framesPerSecond: nil, width: nil, advanceHeaders: false)))
+                        body: .stream(
+                            preview.makeViewer(framesPerSecond: nil, width: nil, advanceHeaders: false)))
                 })
             let running = try RunningHTTPServer(router: router)
             defer { running.stop() }

@@ -13,6 +13,8 @@
 #include <sys/uio.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 /// accept4 is hidden behind _GNU_SOURCE in glibc's headers.
 int cshutter_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
@@ -36,6 +38,13 @@ void cshutter_thread_get_name(char *buffer, size_t size);
 
 /// Sets the calling thread's name as shown by top and /proc (at most 15 bytes).
 void cshutter_thread_set_name(const char *name);
+
+/// Bytes in a TCP socket's send queue that the peer has not acknowledged yet (SIOCOUTQ), or -1.
+/// A peer that reads makes it shrink even while the socket takes no new bytes.
+static inline int cshutter_socket_unacknowledged_bytes(int fd) {
+    int bytes = 0;
+    return ioctl(fd, SIOCOUTQ, &bytes) == 0 ? bytes : -1;
+}
 
 static inline uint32_t cshutter_epollin(void) { return EPOLLIN; }
 static inline uint32_t cshutter_epollout(void) { return EPOLLOUT; }
