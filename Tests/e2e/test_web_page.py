@@ -69,7 +69,10 @@ def console_errors(browser):
 
 
 def open_page(browser, daemon):
-    console_errors(browser)  # drop whatever an earlier page logged
+    # Leave the earlier test's page first: its polls of a daemon that has stopped would log
+    # connection errors right up to the moment the new page replaces it.
+    browser.get("about:blank")
+    console_errors(browser)  # drop whatever the earlier page logged
     browser.get(f"http://127.0.0.1:{daemon.port}/")
     # Loaded and polled once: the overlay shows the camera's size.
     wait(browser, lambda: "640×480" in browser.find_element(By.ID, "mode").text,
