@@ -19,8 +19,8 @@ public enum CaptureError: Error, Sendable, Equatable {
 /// Live viewers do not wait frame by frame: while `liveDemand` is set, every frame (and every
 /// "no signal" frame) also goes to the observer, on the capture thread.
 final class FrameExchange: Sendable {
-    /// Receives frames for live viewers: the frame, and whether it is the "no signal" picture.
-    typealias Observer = @Sendable (EncodedFrame, _ isNoSignal: Bool) -> Void
+    /// Receives frames for live viewers, the "no signal" picture included.
+    typealias Observer = @Sendable (EncodedFrame) -> Void
 
     private struct Waiter {
         let notBefore: MonotonicInstant
@@ -69,7 +69,7 @@ final class FrameExchange: Sendable {
             return (ready, state.liveDemand ? state.observer : nil)
         }
         for waiter in ready { waiter.continuation.resume(returning: frame) }
-        observer?(frame, false)
+        observer?(frame)
     }
 
     /// Keeps the frame shown instead of the camera while it is gone.
@@ -78,7 +78,7 @@ final class FrameExchange: Sendable {
             state.noSignal = frame
             return state.liveDemand ? state.observer : nil
         }
-        observer?(frame, true)
+        observer?(frame)
     }
 
     /// The newest "no signal" frame, if the camera has failed since start.

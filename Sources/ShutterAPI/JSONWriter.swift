@@ -32,9 +32,9 @@ struct JSONObjectWriter {
         text += String(value)
     }
 
-    mutating func field(_ name: String, _ value: Double) {
+    mutating func field(_ name: String, _ value: Double?) {
         key(name)
-        text += value.isFinite ? String(value) : "null"
+        text += value.map { $0.isFinite ? String($0) : "null" } ?? "null"
     }
 
     mutating func field(_ name: String, _ value: Bool) {

@@ -65,7 +65,7 @@ public final class LivePreview: @unchecked Sendable {
         self.quality = quality
         self.stallTimeoutMilliseconds = stallTimeoutMilliseconds
         self.logger = logger
-        capture.setFrameObserver { [weak self] frame, _ in self?.frameArrived(frame) }
+        capture.setFrameObserver { [weak self] frame in self?.frameArrived(frame) }
     }
 
     /// A new viewer (not yet watching: it joins when its connection starts the body).
@@ -169,13 +169,13 @@ public final class LivePreview: @unchecked Sendable {
         }
         scaler?.finish()
         if unwatched { capture.setLiveDemand(false) }
-        let seconds = clock.monotonicNow().nanoseconds(since: viewer.statistics.connectedAt) / 1_000_000
+        let milliseconds = clock.monotonicNow().nanoseconds(since: viewer.statistics.connectedAt) / 1_000_000
         logger.info(
             "preview viewer left",
             [
                 "viewer": String(viewer.statistics.id), "frames_sent": String(viewer.statistics.framesSent),
                 "frames_skipped": String(viewer.statistics.framesSkipped),
-                "seconds": "\(seconds / 1000).\(String(seconds % 1000 + 1000).dropFirst())",
+                "seconds": Timestamp.thousandths(milliseconds),
                 "viewers": String(viewers.values.reduce(0) { $0 + $1.count }),
             ])
     }

@@ -50,11 +50,7 @@ extension ShutterAPI {
             var item = JSONObjectWriter()
             item.field("id", viewer.id)
             item.field("width", viewer.width.map(Int64.init))
-            if let fps = viewer.maximumFramesPerSecond {
-                item.field("max_fps", fps)
-            } else {
-                item.rawField("max_fps", "null")
-            }
+            item.field("max_fps", viewer.maximumFramesPerSecond)
             item.field("frames_sent", viewer.framesSent)
             item.field("frames_skipped", viewer.framesSkipped)
             item.field("connected_s", Double(now.nanoseconds(since: viewer.connectedAt) / 1_000_000) / 1000)

@@ -95,8 +95,7 @@ extension ShutterAPI {
     }
 
     private func milliseconds(_ nanoseconds: UInt64) -> String {
-        let micros = nanoseconds / 1000
-        return "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())"
+        Timestamp.thousandths(nanoseconds / 1000)
     }
 }
 

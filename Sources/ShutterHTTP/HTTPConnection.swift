@@ -90,6 +90,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 return
             }
             if events & cshutter_epollrdhup() != 0 { peerClosed = true }
+            pump()
+            return
         }
         let readable = cshutter_epollin() | cshutter_epollhup() | cshutter_epollrdhup() | cshutter_epollerr()
         if events & readable != 0 {
@@ -337,6 +339,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     func streamHasOutput() {
         guard streamWaiting, !closed else { return }
         streamWaiting = false
+        // The stall clock starts when there is something to send again, not at the last write
+        // before the wait.
+        lastWriteProgress = server.clock.monotonicNow()
         pump()
     }
 
@@ -345,15 +350,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         guard let body = stream, !streamWaiting else { return false }
         switch body.nextOutput() {
         case .chunks(let chunks):
-            let nonEmpty = chunks.filter { !$0.isEmpty }
-            if nonEmpty.isEmpty {
+            let queuedBefore = outgoing.count
+            for chunk in chunks where !chunk.isEmpty { outgoing.append(.bytes(chunk, offset: 0)) }
+            if outgoing.count == queuedBefore {
                 streamWaiting = true
                 return false
             }
-            for chunk in nonEmpty { outgoing.append(.bytes(chunk, offset: 0)) }
-            // The stall clock starts when there is something to send, not at the last write
-            // (the stream may have waited for a while with nothing).
-            lastWriteProgress = server.clock.monotonicNow()
             return true
         case .waiting:
             streamWaiting = true
@@ -618,13 +620,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private func logAccess(_ slot: Slot, _ response: HTTPResponse) {
         guard server.configuration.logRequests else { return }
         let elapsed = server.clock.monotonicNow().nanoseconds(since: slot.startedAt)
-        let micros = elapsed / 1000
         server.logger.info(
             "request",
             [
                 "request_id": String(slot.id), "method": slot.method.rawValue, "target": slot.target,
                 "status": String(response.status.code), "bytes": String(response.body.count),
-                "duration_ms": "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())",
+                "duration_ms": Timestamp.thousandths(elapsed / 1000),
             ])
     }
 }

@@ -13,6 +13,12 @@ public enum Timestamp {
             "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 
+    /// `value` thousandths as a decimal with three places: `1234` is `1.234` (microseconds as
+    /// milliseconds, milliseconds as seconds, in logs and `Server-Timing`).
+    public static func thousandths(_ value: UInt64) -> String {
+        "\(value / 1000).\(String(value % 1000 + 1000).dropFirst())"
+    }
+
     /// RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for HTTP date headers.
     public static func httpDate(secondsSince1970 seconds: Int64) -> String {
         let (days, secOfDay) = floorDivide(seconds, 86400)
