@@ -17,15 +17,10 @@ import Testing
 
     /// Reads one multipart part (after the preamble); returns its `X-Frame-Sequence`.
     private static func readPart(_ socket: TestSocket) -> UInt64? {
-        var head: [UInt8] = []
-        while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
-            let byte = socket.read(count: 1)
-            if byte.isEmpty { return nil }
-            head += byte
-        }
+        guard let head = socket.readHead() else { return nil }
         var length = 0
         var sequence: UInt64?
-        for line in String(decoding: head, as: UTF8.self).split(separator: "\r\n") {
+        for line in head.split(separator: "\r\n") {
             let pair = line.split(separator: ":", maxSplits: 1).map { String($0.drop { $0 == " " }) }
             guard pair.count == 2 else { continue }
             if pair[0].lowercased() == "content-length" { length = Int(pair[1]) ?? 0 }
@@ -66,7 +61,7 @@ import Testing
             defer { running.stop() }
             let socket = try TestSocket(port: running.port)
             try socket.send("GET /preview.mjpg HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(socket.readResponseHead().hasPrefix("HTTP/1.1 200"))
+            #expect(socket.readHead()?.hasPrefix("HTTP/1.1 200") == true)
             _ = socket.read(count: LivePreview.preamble.count)
             for _ in 0..<5 { _ = Self.readPart(socket) }
 
@@ -90,18 +85,5 @@ import Testing
             #expect(stale <= 2, "\(stale) frames older than the newest were sent after the loop was free")
             Task { await capture.stop() }
         }
-    }
-}
-
-extension TestSocket {
-    /// Reads a response head, up to its blank line.
-    fileprivate func readResponseHead() -> String {
-        var head: [UInt8] = []
-        while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
-            let byte = read(count: 1)
-            if byte.isEmpty { break }
-            head += byte
-        }
-        return String(decoding: head, as: UTF8.self)
     }
 }

@@ -75,7 +75,7 @@ private struct StreamingClient {
         running = try RunningHTTPServer(router: HTTPStreamTests.router(stream), configure: configure)
         socket = try TestSocket(port: running.port, receiveBuffer: receiveBuffer)
         try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
-        head = HTTPStreamTests.readHead(socket)
+        head = socket.readHead() ?? ""
     }
 }
 
@@ -136,17 +136,6 @@ private struct StreamingClient {
             usleep(5000)
         }
         return condition()
-    }
-
-    /// Reads the response head (up to the blank line).
-    fileprivate static func readHead(_ socket: TestSocket) -> String {
-        var head: [UInt8] = []
-        while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
-            let byte = socket.read(count: 1)
-            if byte.isEmpty { break }
-            head += byte
-        }
-        return String(decoding: head, as: UTF8.self)
     }
 
     @Test func chunksArriveAsProducedAndTheEndIsTheClose() async throws {
@@ -218,7 +207,7 @@ private struct StreamingClient {
                 "GET /hello HTTP/1.1\r\nHost: t\r\n\r\nGET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
             )
             #expect(socket.readResponse()?.body == Array("hello".utf8))
-            _ = Self.readHead(socket)
+            _ = socket.readHead()
             Self.onLoop(running) {
                 stream.push(Array("frame".utf8))
                 stream.finish()
@@ -311,7 +300,7 @@ private struct StreamingClient {
             try socket.send(
                 "GET /stream HTTP/1.1\r\nHost: t\r\n\r\nPOST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
             )
-            _ = Self.readHead(socket)
+            _ = socket.readHead()
             Self.onLoop(running) { stream.finish() }
             #expect(socket.readToEnd().isEmpty)
             #expect(Self.counted.load(ordering: .relaxed) == before, "the unanswered POST ran")
@@ -365,7 +354,7 @@ private struct StreamingClient {
             let socket = try TestSocket(port: running.port)
             try socket.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
             shutdown(socket.descriptor, Int32(SHUT_WR))
-            _ = Self.readHead(socket)
+            _ = socket.readHead()
             usleep(100_000)
             Self.onLoop(running) { stream.push(Array("frame".utf8)) }
             #expect(socket.read(count: 5) == Array("frame".utf8))

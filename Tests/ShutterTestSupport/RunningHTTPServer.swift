@@ -101,15 +101,21 @@ public final class TestSocket {
         return result
     }
 
-    /// Reads one response framed by Content-Length; returns (status, head text, body).
-    public func readResponse() -> (status: Int, head: String, body: [UInt8])? {
+    /// Reads a head (a response's, or a multipart part's), up to and including its blank line;
+    /// nil if the peer closes first.
+    public func readHead() -> String? {
         var head: [UInt8] = []
         while !head.ends(with: [13, 10, 13, 10]) {
             let byte = read(count: 1)
             if byte.isEmpty { return nil }
             head += byte
         }
-        let text = String(decoding: head, as: UTF8.self)
+        return String(decoding: head, as: UTF8.self)
+    }
+
+    /// Reads one response framed by Content-Length; returns (status, head text, body).
+    public func readResponse() -> (status: Int, head: String, body: [UInt8])? {
+        guard let text = readHead() else { return nil }
         let status = Int(text.split(separator: " ")[1]) ?? 0
         var length = 0
         for line in text.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
