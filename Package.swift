@@ -63,6 +63,7 @@ let package = Package(
             name: "ShutterTestSupport",
             dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"],
             path: "Tests/ShutterTestSupport"),
+        .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),
         .testTarget(name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterCameraTests",

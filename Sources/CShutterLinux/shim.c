@@ -45,6 +45,10 @@ int cshutter_thread_join(uint64_t thread) {
     return pthread_join((pthread_t)thread, NULL);
 }
 
+int cshutter_thread_detach(uint64_t thread) {
+    return pthread_detach((pthread_t)thread);
+}
+
 void cshutter_thread_set_name(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }

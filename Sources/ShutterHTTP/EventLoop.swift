@@ -18,7 +18,7 @@ public protocol EventLoopHandler: AnyObject {
 /// Other threads hand work in with `execute`, which queues a closure and wakes
 /// the loop through an eventfd. A timerfd ticks so connections can check their
 /// deadlines without a timer per connection.
-public final class EventLoop: @unchecked Sendable {
+public final class EventLoop: SerialQueue, @unchecked Sendable {
     private let epollDescriptor: Int32
     private let wakeDescriptor: Int32
     private let tickDescriptor: Int32
@@ -32,7 +32,9 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [Int32: Registration] = [:]
     private var nextGeneration: UInt32 = 1
     private var running = false
-    private var loopThread: pthread_t?
+    /// The thread running `run()`, or 0 before it starts. Atomic because `inEventLoop` reads
+    /// it from any thread while `run()` writes it (a data race when it was a plain field).
+    private let loopThread = Atomic<UInt>(0)
     /// Runs on the loop thread on every tick.
     public var onTick: (() -> Void)?
 
@@ -66,9 +68,12 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller is on the loop thread.
     public var inEventLoop: Bool {
-        guard let loopThread else { return false }
-        return pthread_equal(loopThread, pthread_self()) != 0
+        let thread = loopThread.load(ordering: .acquiring)
+        return thread != 0 && pthread_equal(thread, pthread_self()) != 0
     }
+
+    /// Whether the caller is on the loop thread (`SerialQueue`).
+    public var isCurrent: Bool { inEventLoop }
 
     /// Queues `task` to run on the loop thread; safe from any thread.
     public func execute(_ task: @escaping @Sendable () -> Void) {
@@ -112,7 +117,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop()`.
     public func run() {
-        loopThread = pthread_self()
+        loopThread.store(pthread_self(), ordering: .releasing)
         running = true
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)

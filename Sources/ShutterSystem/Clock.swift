@@ -22,12 +22,25 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable {
 }
 
 /// The clock seam: scheduling and timing logic asks this, never the OS directly,
-/// so tests can run on virtual time.
+/// so tests can run on virtual time (`ManualClock` in the test-support target).
+///
+/// Both kinds of waiting go through it: tasks `sleep(until:)`, and threads that must not
+/// run on the cooperative pool (the capture loop, a scaler) `wait(for:until:)`, so a test that
+/// advances the clock wakes every sleeper whose deadline has passed.
 public protocol Clock: Sendable {
     /// Now on the monotonic clock (never jumps; use for intervals and deadlines).
     func monotonicNow() -> MonotonicInstant
     /// Now on the wall clock, in milliseconds since 1970-01-01 UTC (use for timestamps shown to people).
     func wallMillisecondsNow() -> Int64
+    /// Suspends the calling task until `deadline` on the monotonic clock.
+    ///
+    /// Throws `CancellationError` as soon as the task is cancelled.
+    func sleep(until deadline: MonotonicInstant) async throws
+    /// Blocks the calling thread until `wakeup` is signalled or, if `deadline` is given, the
+    /// monotonic clock reaches it; returns whether it was signalled (and consumes the signal).
+    ///
+    /// For dedicated threads only: a task on the cooperative pool must never block.
+    func wait(for wakeup: ThreadWakeup, until deadline: MonotonicInstant?) -> Bool
 }
 
 /// The operating system's clocks (`CLOCK_MONOTONIC` and `CLOCK_REALTIME`).
@@ -44,6 +57,16 @@ public struct SystemClock: Clock {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    public func sleep(until deadline: MonotonicInstant) async throws {
+        let delay = deadline.nanoseconds(since: monotonicNow())
+        if delay > 0 { try await Task.sleep(nanoseconds: delay) }
+        try Task.checkCancellation()
+    }
+
+    public func wait(for wakeup: ThreadWakeup, until deadline: MonotonicInstant?) -> Bool {
+        wakeup.wait(untilMonotonic: deadline)
     }
 
     /// Sleeps the calling thread until `deadline` on the monotonic clock.

@@ -1,5 +1,5 @@
 // Declarations Swift's Glibc module does not import on Linux, exposed as small
-// functions and constants. See ../shared/SWIFT-ON-LINUX.md for why each is here.
+// functions and constants. docs/SWIFT-ON-LINUX.md says why each is here.
 #ifndef C_SHUTTER_LINUX_H
 #define C_SHUTTER_LINUX_H
 
@@ -32,6 +32,10 @@ int cshutter_thread_start(void *(*body)(void *), void *context, uint64_t *thread
 
 /// Joins a thread started by cshutter_thread_start.
 int cshutter_thread_join(uint64_t thread);
+
+/// Detaches a thread started by cshutter_thread_start: it is never joined, and its
+/// resources go back to the system when it ends.
+int cshutter_thread_detach(uint64_t thread);
 
 /// Copies the calling thread's name into `buffer` (at least 16 bytes).
 void cshutter_thread_get_name(char *buffer, size_t size);

@@ -1,0 +1,56 @@
+import ShutterSystem
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `SerialQueue` that runs nothing until the test says so: it stands in for the event loop,
+/// so a test can hold the loop "busy" and see what piles up meanwhile.
+public final class ManualSerialQueue: SerialQueue {
+    private struct State {
+        var tasks: [@Sendable () -> Void] = []
+        /// The thread inside `runPending`, or 0.
+        var runningThread: UInt = 0
+    }
+
+    // Guards the queue; tasks run after it is released, so they may queue more.
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        state.withLock { $0.tasks.append(task) }
+    }
+
+    public var isCurrent: Bool {
+        state.withLock { $0.runningThread != 0 && pthread_equal($0.runningThread, pthread_self()) != 0 }
+    }
+
+    /// Tasks queued and not yet run.
+    public var pendingCount: Int { state.withLock { $0.tasks.count } }
+
+    /// Runs queued tasks, and those they queue, until none is left; returns how many ran.
+    @discardableResult
+    public func runPending() -> Int {
+        state.withLock { $0.runningThread = pthread_self() }
+        defer { state.withLock { $0.runningThread = 0 } }
+        var ran = 0
+        while true {
+            let tasks = state.withLock { state in
+                defer { state.tasks.removeAll() }
+                return state.tasks
+            }
+            if tasks.isEmpty { return ran }
+            for task in tasks { task() }
+            ran += tasks.count
+        }
+    }
+
+    /// Runs `body` as if on the queue's thread (`isCurrent` is true meanwhile).
+    public func runOnQueue<T>(_ body: () throws -> T) rethrows -> T {
+        state.withLock { $0.runningThread = pthread_self() }
+        defer { state.withLock { $0.runningThread = 0 } }
+        return try body()
+    }
+}
