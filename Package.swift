@@ -1,18 +1,34 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Modules are cut by responsibility so each can be built and tested alone:
-// the OS layer (ShutterSystem), the HTTP server (ShutterHTTP), camera sources and
-// JPEG encoding (ShutterCamera), the media catalog (ShutterCatalog), the API that
-// wires them together (ShutterAPI) and the executable (shutterd).
+// Each module has one job, and dependencies point only down this list
+// (docs/ARCHITECTURE.md draws the house and says which module to open for what):
+//
+//   shutterd          the executable: blocks signals, reads the command line, runs the daemon
+//   ShutterDaemon     the composition root: configuration keys and loading, building every
+//                     service, signals, start-up and shutdown in reverse order
+//   ShutterAPI        route handlers, one file per resource (snap, library, media, jobs, camera,
+//                     status, preview), and the one place domain errors become HTTP statuses
+//   ShutterWeb        the web page: index.html, app.js and style.css embedded at build time, CSP hashes
+//   ShutterJobRunner  JobService: runs job schedules, takes their shots, persists them
+//   ShutterCapture    the camera's one owner (CaptureService and its capture thread), the frame
+//                     exchange, and the live-preview fan-out and its scalers; no HTTP
+//   ShutterJobs       job specs and schedules: pure state machines on an injected clock
+//   ShutterCatalog    the picture catalog: SQLite and the media directory, on a thread of its own
+//   ShutterCamera     camera sources (V4L2, test pattern), JPEG encode and decode, MJPEG repair,
+//                     pixel conversion
+//   ShutterHTTP       the epoll event loop, the HTTP/1.1 server and its state machines, the router
+//   ShutterSystem     the OS layer: the one syscall wrapper, the clock seam, threads, the logger, SHA-256
+//   C targets         declarations Swift cannot import (CShutterLinux, CV4L2), the per-pixel
+//                     loops (CShutterPixels), and the Debian libraries (system-library targets)
 let package = Package(
     name: "Shutter",
     products: [
         .executable(name: "shutterd", targets: ["shutterd"])
     ],
     targets: [
-        // Declarations that Swift's Glibc module does not import (epoll, eventfd,
-        // signalfd, timerfd, accept4, sendfile): see ../shared/SWIFT-ON-LINUX.md.
+        // Declarations that Swift's Glibc module does not import (epoll, eventfd, signalfd,
+        // timerfd, accept4, sendfile, pthread helpers): see docs/SWIFT-ON-LINUX.md.
         .target(name: "CShutterLinux"),
         // The per-pixel loops every encoded YUYV frame goes through, where C vectorises best.
         .target(name: "CShutterPixels"),
@@ -30,7 +46,6 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
-
         // SHA-256 for picture checksums and random tokens, from OpenSSL's libcrypto
         // rather than a hand-written digest.
         .systemLibrary(
@@ -45,14 +60,31 @@ let package = Package(
                 "ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2", "CV4LConvert",
             ]),
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
+        .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),
+        .target(name: "ShutterCapture", dependencies: ["ShutterSystem", "ShutterCamera"]),
+        .target(
+            name: "ShutterJobRunner",
+            dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
+        .target(
+            name: "ShutterWeb", dependencies: ["ShutterSystem", "ShutterHTTP"],
+            resources: [
+                .embedInCode("Resources/index.html"),
+                .embedInCode("Resources/app.js"),
+                .embedInCode("Resources/style.css"),
+            ]),
         .target(
             name: "ShutterAPI",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
+                "ShutterCapture", "ShutterJobRunner", "ShutterWeb",
             ]),
-        // Capture job specs and schedules: pure state machines with no I/O, driven by an injected clock.
-        .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),
-        .executableTarget(name: "shutterd", dependencies: ["ShutterAPI"]),
+        .target(
+            name: "ShutterDaemon",
+            dependencies: [
+                "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
+                "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "CShutterLinux",
+            ]),
+        .executableTarget(name: "shutterd", dependencies: ["ShutterDaemon", "ShutterSystem"]),
         // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
         .executableTarget(
             name: "shutter-encode-bench", dependencies: ["ShutterCamera", "ShutterSystem"],
@@ -61,7 +93,9 @@ let package = Package(
         // Fakes for every seam live here, never copied into test files.
         .target(
             name: "ShutterTestSupport",
-            dependencies: ["ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog"],
+            dependencies: [
+                "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCapture", "ShutterJobRunner",
+            ],
             path: "Tests/ShutterTestSupport"),
         .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),
         .testTarget(name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterTestSupport"]),
@@ -70,9 +104,22 @@ let package = Package(
             dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG", "CV4L2"]),
         .testTarget(
             name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
-        .testTarget(
-            name: "ShutterAPITests", dependencies: ["ShutterAPI", "ShutterJobs", "ShutterTestSupport"]),
         .testTarget(name: "ShutterJobsTests", dependencies: ["ShutterJobs", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterCaptureTests",
+            dependencies: ["ShutterCapture", "ShutterCamera", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterJobRunnerTests",
+            dependencies: ["ShutterJobRunner", "ShutterJobs", "ShutterCatalog", "ShutterTestSupport"]),
+        .testTarget(name: "ShutterWebTests", dependencies: ["ShutterWeb", "ShutterHTTP"]),
+        .testTarget(
+            name: "ShutterAPITests",
+            dependencies: [
+                "ShutterAPI", "ShutterCapture", "ShutterCatalog", "ShutterHTTP", "ShutterJobs",
+                "ShutterTestSupport",
+            ]),
+        .testTarget(
+            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,97 +1,96 @@
 import ShutterCamera
+import ShutterCapture
 import ShutterCatalog
 import ShutterHTTP
-import ShutterJobs
+import ShutterJobRunner
 import ShutterSystem
 
-/// The HTTP API: each endpoint is a method on this value, wired up by `router()`.
+/// The HTTP API: the routes of every resource, over services the daemon has already built.
+///
+/// Each resource's handlers live in a `…Routes` value of their own file, holding only the
+/// services it uses; `router()` puts them together.
 public struct ShutterAPI: Sendable {
+    /// What the handlers need to know besides the services.
+    public struct Settings: Sendable {
+        /// How long a snap or a preview waits for a frame before answering 503.
+        public var snapTimeoutMilliseconds: Int
+        /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
+        public var previewStallTimeoutMilliseconds: Int
+        /// The V4L2 device in use, or nil for the test pattern (`/cameras` marks it).
+        public var cameraPath: String?
+        /// The daemon's version, shown by `GET /` and `/status`.
+        public var version: String
+
+        public init(
+            snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
+            version: String
+        ) {
+            self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
+            self.previewStallTimeoutMilliseconds = previewStallTimeoutMilliseconds
+            self.cameraPath = cameraPath
+            self.version = version
+        }
+    }
+
     let capture: CaptureService
     let catalog: MediaCatalog
-    /// The V4L2 device in use, or nil for the test pattern.
-    let cameraPath: String?
-    let configuration: ShutterConfiguration
-    let clock: SystemClock
-    let startedAt: MonotonicInstant
+    let jobs: JobService
+    let preview: LivePreview<PreviewPart>
+    let discovery: DeviceDiscovery
+    let settings: Settings
+    let clock: any Clock
     let logger: Logger
-    /// The owner of every capture job; the daemon starts and stops it.
-    public let jobs: JobService
-    /// The `/preview.mjpg` viewers and the frames fanned out to them.
-    let preview: LivePreview
-    /// The daemon's version, shown by `/status` and `--version`.
-    public static let version = "0.1.0"
+    /// When the API was built, for `/status`'s uptime.
+    let startedAt: MonotonicInstant
 
     public init(
-        capture: CaptureService, catalog: MediaCatalog, cameraPath: String?,
-        configuration: ShutterConfiguration,
-        logger: Logger
+        capture: CaptureService, catalog: MediaCatalog, jobs: JobService, preview: LivePreview<PreviewPart>,
+        discovery: DeviceDiscovery, settings: Settings, clock: any Clock = SystemClock(), logger: Logger
     ) {
         self.capture = capture
         self.catalog = catalog
-        self.cameraPath = cameraPath
-        self.configuration = configuration
-        self.clock = SystemClock()
-        self.startedAt = clock.monotonicNow()
+        self.jobs = jobs
+        self.preview = preview
+        self.discovery = discovery
+        self.settings = settings
+        self.clock = clock
         self.logger = logger
-        self.jobs = JobService(
-            capture: capture, catalog: catalog, clock: clock,
-            limits: JobLimits(
-                maxCount: configuration.maxJobShots, maxActiveJobs: configuration.maxActiveJobs),
-            frameTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
-            logger: logger.with("component", "jobs"))
-        self.preview = LivePreview(
-            capture: capture, quality: configuration.quality,
-            stallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
-            logger: logger.with("component", "preview"))
+        self.startedAt = clock.monotonicNow()
     }
 
     /// Every endpoint.
     public func router() -> Router {
         var router = Router()
-        router.add(.post, "/snap", .task { request, _ in try await snap(request) })
-        router.add(.get, "/library", .task { request, _ in try await library(request) })
-        router.add(
-            .get, "/library/{id}", .task { request, parameters in try await picture(request, parameters) })
-        router.add(
-            .delete, "/library/{id}",
-            .task { request, parameters in try await deletePicture(request, parameters) })
-        router.add(
-            .patch, "/library/{id}",
-            .task { request, parameters in try await patchPicture(request, parameters) })
-        router.add(
-            .get, "/media/{id}.jpg",
-            .immediateOrTask(
-                immediate: { request, parameters in try media(request, parameters) },
-                task: { request, parameters in try await thumbnail(request, parameters) }))
-        router.add(.get, "/preview.jpg", .task { request, _ in try await preview(request) })
-        router.add(.get, "/preview.mjpg", .immediate { request, _ in try previewStream(request) })
-        router.add(.get, "/healthz", .immediate { request, _ in try health(request) })
-        router.add(.get, "/status", .task { request, _ in try await status(request) })
-        router.add(.get, "/cameras", .task { request, _ in try await cameras(request) })
-        router.add(.get, "/camera/controls", .task { request, _ in try await controls(request) })
-        router.add(.patch, "/camera/controls", .task { request, _ in try await setControls(request) })
-        router.add(.post, "/jobs", .task { request, _ in try await createJob(request) })
-        router.add(.get, "/jobs", .task { request, _ in try await listJobs(request) })
-        router.add(
-            .get, "/jobs/{id}", .task { request, parameters in try await showJob(request, parameters) })
-        router.add(
-            .delete, "/jobs/{id}", .task { request, parameters in try await cancelJob(request, parameters) })
+        let jobRoutes = JobRoutes(jobs: jobs, catalog: catalog, capture: capture)
+        SnapRoutes(
+            capture: capture, catalog: catalog, jobs: jobRoutes, clock: clock,
+            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds
+        ).register(in: &router)
+        LibraryRoutes(catalog: catalog).register(in: &router)
+        MediaRoutes(catalog: catalog).register(in: &router)
+        PreviewRoutes(
+            capture: capture, preview: preview, clock: clock,
+            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds,
+            stallTimeoutMilliseconds: settings.previewStallTimeoutMilliseconds
+        ).register(in: &router)
+        StatusRoutes(
+            capture: capture, catalog: catalog, preview: preview, clock: clock, startedAt: startedAt,
+            cameraPath: settings.cameraPath, version: settings.version
+        ).register(in: &router)
+        CameraRoutes(capture: capture, discovery: discovery, cameraPath: settings.cameraPath).register(
+            in: &router)
+        jobRoutes.register(in: &router)
         // Added last, so the index lists every other endpoint from the router itself.
-        let endpoints = router.endpoints
-        router.add(.get, "/", .immediate { request, _ in try index(request, endpoints: endpoints) })
-        return router
+        IndexRoute(endpoints: router.endpoints, version: settings.version).register(in: &router)
+        return router.mapHandlers { $0.observingErrors(logServerFaults) }
     }
 
-    /// `GET /`: the web page for a browser (an `Accept` listing `text/html`), otherwise what
-    /// this server offers as JSON, so curl and scripts keep getting the list of endpoints.
-    func index(_ request: HTTPRequest, endpoints: [String]) throws -> HTTPResponse {
-        _ = try QueryParameters(request, allowed: [])
-        if WebPage.isWanted(by: request) { return WebPage.response(request) }
-        var object = JSONObjectWriter()
-        object.field("service", "shutterd")
-        object.field("version", Self.version)
-        object.rawField("endpoints", "[" + endpoints.map(JSONString.quote).joined(separator: ",") + "]")
-        // Caches must not hand this to a browser that asked for the page, nor the page to curl.
-        return .json(.ok, object.finished(), headers: ["Vary": "Accept"])
+    /// Logs a 500 that a domain error maps to (its detail tells the client only to look here),
+    /// then lets the server answer it.
+    func logServerFaults(_ error: any Error) {
+        guard let error = error as? any HTTPResponseError, error.status == .internalServerError else {
+            return
+        }
+        logger.error("request failed", ["error": String(describing: error)])
     }
 }

@@ -3,7 +3,7 @@ import ShutterSystem
 /// A camera: opened by `start`, read by one capture thread with the blocking `nextFrame`.
 ///
 /// Implementations are owned by that one thread; none of the methods may be called
-/// concurrently.
+/// concurrently, except `interruptWait`, which any thread may call at any time.
 public protocol CameraSource: AnyObject {
     /// A name for logs and the API, such as `"test-pattern"` or the V4L2 card name.
     var name: String { get }
@@ -17,6 +17,12 @@ public protocol CameraSource: AnyObject {
     func stop()
     /// Blocks until the next frame is captured.
     func nextFrame() throws -> RawFrame
+    /// Makes a `nextFrame` blocked on the owning thread return soon (with a frame or an error),
+    /// so capture can stop without waiting for the camera; safe from any thread.
+    ///
+    /// A source whose wait is short anyway (a V4L2 poll ends within its frame timeout) need not
+    /// implement it.
+    func interruptWait()
 }
 
 /// Why a camera could not deliver a frame.
@@ -59,6 +65,9 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
 extension CameraSource {
     /// Sources that render their own frames deliver planar 4:2:0.
     public var pixelFormatName: String { "yuv420" }
+
+    /// Nothing to interrupt: the wait ends by itself soon enough.
+    public func interruptWait() {}
 }
 
 /// A camera that drops frames on purpose or by necessity and counts them, for `/status`.

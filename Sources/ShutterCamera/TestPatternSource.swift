@@ -16,6 +16,8 @@ public final class TestPatternSource: CameraSource {
 
     private let clock: any Clock
     private let paced: Bool
+    /// Ends a paced wait early (`interruptWait`); nothing else signals it.
+    private let pacingWakeup = ThreadWakeup()
     private var session: Session?
     private var hasStopped = false
 
@@ -43,8 +45,8 @@ public final class TestPatternSource: CameraSource {
 
     /// A source rendering `mode`; with `paced`, `nextFrame` sleeps until each frame is due, otherwise it returns at once.
     ///
-    /// Pacing sleeps on the system monotonic clock (`SystemClock.sleep(until:)`), so a paced
-    /// source needs a `clock` that reads the system monotonic clock.
+    /// Pacing waits on `clock` (`Clock.wait(for:until:)`), so a paced source on a virtual clock
+    /// delivers a frame each time the clock passes the next frame's due instant.
     public init(mode: CameraMode, clock: any Clock = SystemClock(), paced: Bool = true) {
         self.mode = mode
         self.clock = clock
@@ -79,6 +81,11 @@ public final class TestPatternSource: CameraSource {
         hasStopped = true
     }
 
+    /// Ends a paced wait at once; the frame is then delivered early.
+    public func interruptWait() {
+        pacingWakeup.signal()
+    }
+
     /// Renders the next frame, first sleeping until it is due when paced.
     public func nextFrame() throws -> RawFrame {
         guard let session else { throw hasStopped ? CameraError.stopped : CameraError.notStarted }
@@ -87,7 +94,7 @@ public final class TestPatternSource: CameraSource {
         if paced {
             let now = clock.monotonicNow()
             let (slot, due) = session.pacer.next(now: now)
-            if due > now { SystemClock.sleep(until: due) }
+            if due > now { _ = clock.wait(for: pacingWakeup, until: due) }
             sequence = slot + 1
             capturedAt = due
         } else {

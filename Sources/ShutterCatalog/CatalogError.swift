@@ -57,7 +57,7 @@ public enum CatalogError: Error, CustomStringConvertible, Equatable, Sendable {
     }
 
     /// Whether this is `storageFull`.
-    var isStorageFull: Bool {
+    public var isStorageFull: Bool {
         if case .storageFull = self { return true }
         return false
     }

@@ -12,7 +12,8 @@ enum CatalogSchema {
     /// Every migration, in order; append new versions, never edit one that has shipped.
     ///
     /// Version 2 adds the jobs table; `media.job_id` already existed in version 1 so that pictures
-    /// taken before it need no rewrite.
+    /// taken before it need no rewrite. Version 3 stores the kind of a job's last failure beside
+    /// its text, so nothing has to classify failures by their wording.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
             // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
@@ -59,6 +60,10 @@ enum CatalogSchema {
                     -- Start-up resumes the unfinished jobs; this keeps that a lookup, not a scan.
                     CREATE INDEX jobs_unfinished ON jobs (id) WHERE finished_at IS NULL;
                     """)
+        },
+        Migration(version: 3) { database in
+            // NULL for jobs stored before: their failures had no kind (https://www.sqlite.org/lang_altertable.html).
+            try database.execute(sql: "ALTER TABLE jobs ADD COLUMN last_failure_kind TEXT")
         },
     ]
 

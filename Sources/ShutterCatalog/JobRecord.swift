@@ -18,12 +18,15 @@ public struct JobRecord: Equatable, Sendable {
     public var missed: Int
     /// Why the most recent failed shot failed.
     public var lastFailure: String?
+    /// The kind of that failure, as the jobs module names it (`camera_unavailable`, ...).
+    public var lastFailureKind: String?
     /// When the job ended, or nil while it has not.
     public var finishedAt: Int64?
 
     public init(
         id: Int64, specJSON: String, label: String?, state: String, createdAt: Int64, startedAt: Int64,
-        taken: Int = 0, missed: Int = 0, lastFailure: String? = nil, finishedAt: Int64? = nil
+        taken: Int = 0, missed: Int = 0, lastFailure: String? = nil, lastFailureKind: String? = nil,
+        finishedAt: Int64? = nil
     ) {
         self.id = id
         self.specJSON = specJSON
@@ -34,6 +37,7 @@ public struct JobRecord: Equatable, Sendable {
         self.taken = taken
         self.missed = missed
         self.lastFailure = lastFailure
+        self.lastFailureKind = lastFailureKind
         self.finishedAt = finishedAt
     }
 }

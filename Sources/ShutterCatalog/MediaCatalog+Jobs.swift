@@ -1,6 +1,6 @@
 extension MediaCatalog {
     static let jobColumns =
-        "id, spec, label, state, created_at, started_at, taken, missed, last_failure, finished_at"
+        "id, spec, label, state, created_at, started_at, taken, missed, last_failure, finished_at, last_failure_kind"
 
     /// Stores a new job and returns it with its id.
     public func createJob(
@@ -25,16 +25,18 @@ extension MediaCatalog {
     /// Records a job's progress; `finishedAt` is set once, when the job ends. Returns false if there is no such job.
     @discardableResult
     public func updateJob(
-        id: Int64, state: String, taken: Int, missed: Int, lastFailure: String?, finishedAt: Int64?
+        id: Int64, state: String, taken: Int, missed: Int, lastFailure: String?,
+        lastFailureKind: String? = nil,
+        finishedAt: Int64?
     ) throws -> Bool {
         do {
             try database.cachedStatement(
                 sql: """
-                    UPDATE jobs SET state = ?, taken = ?, missed = ?, last_failure = ?,
+                    UPDATE jobs SET state = ?, taken = ?, missed = ?, last_failure = ?, last_failure_kind = ?,
                         finished_at = coalesce(finished_at, ?)
                     WHERE id = ?
                     """
-            ).execute(arguments: [state, taken, missed, lastFailure, finishedAt, id])
+            ).execute(arguments: [state, taken, missed, lastFailure, lastFailureKind, finishedAt, id])
             return database.changesCount > 0
         } catch {
             throw CatalogError(error)
@@ -79,6 +81,6 @@ extension MediaCatalog {
             id: try row.decode(at: 0), specJSON: try row.decode(at: 1), label: row[2],
             state: try row.decode(at: 3), createdAt: try row.decode(at: 4), startedAt: try row.decode(at: 5),
             taken: try row.decode(at: 6), missed: try row.decode(at: 7), lastFailure: row[8],
-            finishedAt: row[9])
+            lastFailureKind: row[10], finishedAt: row[9])
     }
 }

@@ -8,7 +8,15 @@ import ShutterSystem
 ///
 /// Layout: `<dataDirectory>/catalog.sqlite` and `<dataDirectory>/media/<id>.jpg`. Every method
 /// throws only `CatalogError`.
+///
+/// The actor runs on a thread of its own (`ThreadExecutor`), not on the cooperative pool: every
+/// method does blocking I/O (SQLite, fsync), and on a pool of one thread per core a slow disk
+/// would otherwise stall every request handler with it. One connection, one thread, one owner.
 public actor MediaCatalog {
+    /// The catalog's own thread, where every isolated method runs.
+    private nonisolated let executor: ThreadExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// The directory holding the database and the media directory.
     public nonisolated let dataDirectory: String
     /// Random per open, so an ETag made before a restart never matches one made after it.
@@ -46,6 +54,7 @@ public actor MediaCatalog {
     ) throws {
         do {
             guard !dataDirectory.isEmpty else { throw CatalogError.invalidArgument("dataDirectory is empty") }
+            let executor = try ThreadExecutor(name: "shutter-catalog")
             let files = MediaDirectory(path: "\(dataDirectory)/media")
             try Self.makeDirectories(dataDirectory: dataDirectory, mediaDirectory: files.path)
             let lock = try DataDirectoryLock(directory: dataDirectory)
@@ -60,6 +69,7 @@ public actor MediaCatalog {
                 database: database, files: files, listing: listing, logger: logger)
             let totals = try Self.totals(database)
 
+            self.executor = executor
             self.dataDirectory = dataDirectory
             self.files = files
             self.lock = lock

@@ -39,7 +39,7 @@ public struct JobSchedule: Sendable {
     /// Shots skipped because they could not be taken on time, or that failed.
     public private(set) var missed: Int
     /// Why the most recent failed shot failed.
-    public private(set) var lastFailure: String?
+    public private(set) var lastFailure: ShotFailure?
 
     // Slot k is due at anchor + (k - anchorSlot) × step; a resumed schedule anchors at a slot
     // after 0 because slot 0 may lie before the new run's monotonic origin.
@@ -147,11 +147,11 @@ public struct JobSchedule: Sendable {
     }
 
     /// Records that shot `index` failed: it counts as missed and the job goes on.
-    public mutating func shotFailed(index: Int, reason: String) {
+    public mutating func shotFailed(index: Int, failure: ShotFailure) {
         guard inFlight == index else { return }
         inFlight = nil
         missed += 1
-        lastFailure = reason
+        lastFailure = failure
     }
 
     /// Stops the job; a shot already in flight may still be reported and counted.

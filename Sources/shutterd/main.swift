@@ -1,4 +1,4 @@
-import ShutterAPI
+import ShutterDaemon
 import ShutterSystem
 
 #if canImport(Glibc)
@@ -33,7 +33,7 @@ do {
         print(text, terminator: "")
         exit(0)
     case .version:
-        print("shutterd \(ShutterAPI.version)")
+        print("shutterd \(ShutterDaemon.version)")
         exit(0)
     case .run(let configuration):
         exit(ShutterDaemon(configuration: configuration, signalDescriptor: signalDescriptor).run())

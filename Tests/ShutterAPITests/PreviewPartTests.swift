@@ -1,3 +1,4 @@
+import ShutterCapture
 import ShutterSystem
 import Testing
 

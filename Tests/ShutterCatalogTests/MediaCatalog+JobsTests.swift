@@ -19,8 +19,8 @@ import Testing
 
             #expect(
                 try await catalog.updateJob(
-                    id: 1, state: "running", taken: 3, missed: 1, lastFailure: "storage full", finishedAt: nil
-                ))
+                    id: 1, state: "running", taken: 3, missed: 1, lastFailure: "storage full",
+                    lastFailureKind: "storage_full", finishedAt: nil))
             #expect(
                 try await catalog.updateJob(
                     id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, finishedAt: 5000))
@@ -34,6 +34,8 @@ import Testing
             let running = try #require(try await catalog.job(id: 1))
             #expect(running.state == "running" && running.taken == 3 && running.missed == 1)
             #expect(running.lastFailure == "storage full" && running.finishedAt == nil)
+            #expect(running.lastFailureKind == "storage_full")
+            #expect(try await catalog.job(id: 2)?.lastFailureKind == nil)
             #expect(try await catalog.job(id: 2)?.finishedAt == 5000)
             #expect(try await catalog.unfinishedJobs().map(\.id) == [1])
         }
@@ -62,6 +64,32 @@ import Testing
             let job = try await catalog.createJob(
                 specJSON: "{}", label: nil, state: "scheduled", createdAt: 1, startedAt: 1)
             #expect(job.id == 1)
+        }
+    }
+
+    @Test func aVersion2DatabaseMigratesKeepingItsJobs() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                _ = try await catalog.createJob(
+                    specJSON: "{}", label: "old", state: "running", createdAt: 1, startedAt: 1)
+                try await catalog.updateJob(
+                    id: 1, state: "running", taken: 2, missed: 1, lastFailure: "camera gone", finishedAt: nil)
+            }
+            // Turn the file back into what version 2 wrote.
+            do {
+                let database = try Database(path: "\(directory)/catalog.sqlite")
+                try database.execute(sql: "ALTER TABLE jobs DROP COLUMN last_failure_kind")
+                try database.setUserVersion(2)
+            }
+            let catalog = try MediaCatalog.open(directory)
+            let job = try #require(try await catalog.job(id: 1))
+            #expect(job.label == "old" && job.taken == 2 && job.missed == 1)
+            #expect(job.lastFailure == "camera gone" && job.lastFailureKind == nil)
+            try await catalog.updateJob(
+                id: 1, state: "running", taken: 2, missed: 2, lastFailure: "camera gone",
+                lastFailureKind: "camera_unavailable", finishedAt: nil)
+            #expect(try await catalog.job(id: 1)?.lastFailureKind == "camera_unavailable")
         }
     }
 }

@@ -87,9 +87,9 @@ private func makeSchedule(_ spec: JobSpec, clock: ManualClock) -> JobSchedule {
         let clock = ManualClock()
         var schedule = makeSchedule(intervalSpec(end: .count(2)), clock: clock)
         _ = schedule.advance(now: clock.monotonicNow())
-        schedule.shotFailed(index: 0, reason: "disk full")
+        schedule.shotFailed(index: 0, failure: ShotFailure(.storageFull, "disk full"))
         #expect(schedule.missed == 1)
-        #expect(schedule.lastFailure == "disk full")
+        #expect(schedule.lastFailure == ShotFailure(.storageFull, "disk full"))
         clock.advance(by: second)
         #expect(schedule.advance(now: clock.monotonicNow()) == [.takeShot(index: 1)])
         schedule.shotSucceeded(index: 1)
@@ -108,7 +108,7 @@ private func makeSchedule(_ spec: JobSpec, clock: ManualClock) -> JobSchedule {
         let clock = ManualClock()
         var schedule = makeSchedule(intervalSpec(end: .count(1)), clock: clock)
         _ = schedule.advance(now: clock.monotonicNow())
-        schedule.shotFailed(index: 0, reason: "camera gone")
+        schedule.shotFailed(index: 0, failure: ShotFailure(.cameraUnavailable, "camera gone"))
         #expect(schedule.advance(now: clock.monotonicNow()) == [.finished(.failed)])
     }
 

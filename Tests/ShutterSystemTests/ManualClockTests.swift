@@ -4,7 +4,8 @@ import Synchronization
 import Testing
 
 /// The virtual clock every scheduling test relies on: sleepers wake when, and only when, it is advanced.
-@Suite struct ManualClockTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.timeLimit(.minutes(1))) struct ManualClockTests {
     @Test func aTaskSleepEndsWhenTheClockPassesItsDeadline() async throws {
         let clock = ManualClock()
         let deadline = clock.monotonicNow().advanced(by: 1_000_000_000)

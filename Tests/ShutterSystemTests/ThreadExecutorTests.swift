@@ -16,7 +16,8 @@ private actor ThreadBoundCounter {
     }
 }
 
-@Suite struct ThreadExecutorTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.timeLimit(.minutes(1))) struct ThreadExecutorTests {
     @Test func anActorOnTheExecutorRunsOnItsThreadInOrder() async throws {
         let counter = ThreadBoundCounter(executor: try ThreadExecutor(name: "test-serial"))
         var counts: [Int] = []

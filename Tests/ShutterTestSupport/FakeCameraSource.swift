@@ -2,8 +2,8 @@ import ShutterCamera
 import ShutterSystem
 import Synchronization
 
-/// A `CameraSource` that plays back scripted frames and errors at once (it never sleeps)
-/// and counts how it was driven.
+/// A `CameraSource` that plays back scripted frames and errors at once, or paces generated
+/// frames on an injected clock, and counts how it was driven.
 ///
 /// All state sits behind one lock, so a test can read the counters while a capture thread
 /// drives the source.
@@ -23,9 +23,10 @@ public final class FakeCameraSource: CameraSource, Sendable {
         /// Make frames with `FakeCameraSource.frame(sequence:width:height:)` in `mode`'s size,
         /// numbered on from the last frame returned.
         case generate
-        /// Like `generate`, but one frame per `mode.fps` on the real clock, stamped with the
-        /// time it was made: for tests of the capture service, whose snaps want fresh frames.
-        case generateLive
+        /// Like `generate`, but paced on the source's clock: frame k after `start` is due k frame
+        /// intervals (`mode.fps`) after it and stamped with that instant, and `nextFrame` waits
+        /// for it on the clock. On a `ManualClock`, advancing by n intervals releases n frames.
+        case paced
     }
 
     /// The name given at init, `"fake"` by default.
@@ -35,6 +36,10 @@ public final class FakeCameraSource: CameraSource, Sendable {
 
     /// What `nextFrame` does once the script is used up (fixed at init).
     private let whenExhausted: WhenExhausted
+    /// What paced frames wait on and are stamped with.
+    private let clock: any Clock
+    /// Ends a paced wait early (`interruptWait`).
+    private let pacingWakeup = ThreadWakeup()
 
     private struct State {
         var script: [Step]
@@ -47,21 +52,25 @@ public final class FakeCameraSource: CameraSource, Sendable {
         var stopCount = 0
         var nextFrameCount = 0
         var unpluggedBy: (any Error)?
+        /// When the last paced frame was due (the start, before the first).
+        var lastDue = MonotonicInstant(nanoseconds: 0)
     }
 
     // Every method and counter takes this lock; nothing in it blocks.
     private let state: Mutex<State>
 
     /// A source that answers `nextFrame` from `script`, then as `whenExhausted` says; each `start`
-    /// throws the next of `startFailures` until they run out.
+    /// throws the next of `startFailures` until they run out. Paced frames follow `clock`.
     public init(
         name: String = "fake", mode: CameraMode = CameraMode(width: 64, height: 48, fps: 30),
         script: [Step] = [],
-        whenExhausted: WhenExhausted = .fail(CameraError.stopped), startFailures: [any Error] = []
+        whenExhausted: WhenExhausted = .fail(CameraError.stopped), startFailures: [any Error] = [],
+        clock: any Clock = SystemClock()
     ) {
         self.name = name
         self.mode = mode
         self.whenExhausted = whenExhausted
+        self.clock = clock
         self.state = Mutex(State(script: script, startFailures: startFailures, whenExhausted: whenExhausted))
     }
 
@@ -99,6 +108,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
             if !state.startFailures.isEmpty { throw state.startFailures.removeFirst() }
             state.isRunning = true
             state.hasStopped = false
+            state.lastDue = clock.monotonicNow()
         }
     }
 
@@ -111,14 +121,24 @@ public final class FakeCameraSource: CameraSource, Sendable {
         }
     }
 
+    /// Makes a paced wait end at once (its frame is delivered early).
+    public func interruptWait() {
+        pacingWakeup.signal()
+    }
+
+    /// The frame interval of `mode`.
+    public var frameInterval: UInt64 { 1_000_000_000 / UInt64(max(1, mode.fps)) }
+
     /// Plays the next step, with the same `notStarted`/`stopped` errors as a real source.
     public func nextFrame() throws -> RawFrame {
         let size = (mode.width, mode.height)
-        if state.withLock({ $0.script.isEmpty && $0.isRunning }), case .generateLive = whenExhausted {
-            // Sleep outside the lock, so counters stay readable meanwhile.
-            let clock = SystemClock()
-            SystemClock.sleep(
-                until: clock.monotonicNow().advanced(by: 1_000_000_000 / UInt64(max(1, mode.fps))))
+        var due: MonotonicInstant?
+        if case .paced = whenExhausted {
+            due = state.withLock {
+                $0.script.isEmpty && $0.isRunning ? $0.lastDue.advanced(by: frameInterval) : nil
+            }
+            // Waits outside the lock, so counters stay readable meanwhile.
+            if let due { _ = clock.wait(for: pacingWakeup, until: due) }
         }
         return try state.withLock { state in
             state.nextFrameCount += 1
@@ -141,10 +161,14 @@ public final class FakeCameraSource: CameraSource, Sendable {
             case .generate:
                 state.lastSequence += 1
                 return Self.frame(sequence: state.lastSequence, width: size.0, height: size.1)
-            case .generateLive:
+            case .paced:
                 state.lastSequence += 1
-                var frame = Self.frame(sequence: state.lastSequence, width: size.0, height: size.1)
-                frame.capturedAt = SystemClock().monotonicNow()
+                let capturedAt = due ?? clock.monotonicNow()
+                state.lastDue = capturedAt
+                var frame = Self.frame(
+                    sequence: state.lastSequence, width: size.0, height: size.1,
+                    wallMilliseconds: clock.wallMillisecondsNow())
+                frame.capturedAt = capturedAt
                 return frame
             }
         }

@@ -12,6 +12,8 @@ public final class ManualSerialQueue: SerialQueue {
         var tasks: [@Sendable () -> Void] = []
         /// The thread inside `runPending`, or 0.
         var runningThread: UInt = 0
+        /// Tests waiting for at least this many queued tasks.
+        var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     // Guards the queue; tasks run after it is released, so they may queue more.
@@ -20,7 +22,26 @@ public final class ManualSerialQueue: SerialQueue {
     public init() {}
 
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        state.withLock { $0.tasks.append(task) }
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.tasks.append(task)
+            let count = state.tasks.count
+            let ready = state.countWaiters.filter { $0.count <= count }.map(\.continuation)
+            state.countWaiters.removeAll { $0.count <= count }
+            return ready
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Returns once at least `count` tasks are queued (another thread has handed work over).
+    public func tasks(atLeast count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Bool in
+                if state.tasks.count >= count { return true }
+                state.countWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     public var isCurrent: Bool {

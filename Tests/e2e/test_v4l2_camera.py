@@ -118,16 +118,20 @@ def test_rgb24_is_converted_by_libv4lconvert_and_looks_like_the_camera_picture(m
     # No format Shutter reads itself: libv4lconvert turns RGB24 into YU12 for the encoder. Its
     # ioctls must reach the emulated camera through glibc, or it would not find the format.
     d = camera_daemon(make_daemon, formats="rgb24")
+    # The snap comes first: the format is known once the camera has opened, which the daemon
+    # does on its capture thread after it starts listening.
+    picture = d.request("GET", d.snap()["url"])[2]
     _, _, status = d.json("GET", "/status")
     assert "rgb24" in status["camera"]["format"] and "libv4lconvert" in status["camera"]["format"]
-    assert_colour_bars(d.request("GET", d.snap()["url"])[2])
+    assert_colour_bars(picture)
 
 
 def test_format_falls_back_when_the_preferred_one_is_missing(make_daemon):
     d = camera_daemon(make_daemon, formats="yuyv")  # mjpeg is first in camera_formats
+    picture = d.request("GET", d.snap()["url"])[2]
     _, _, status = d.json("GET", "/status")
     assert status["camera"]["format"] == "yuyv"
-    assert djpeg_size(d.request("GET", d.snap()["url"])[2]) == (640, 480)
+    assert djpeg_size(picture) == (640, 480)
 
 
 def test_controls_can_be_read_and_set(make_daemon):

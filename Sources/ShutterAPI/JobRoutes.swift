@@ -1,0 +1,134 @@
+import ShutterCapture
+import ShutterCatalog
+import ShutterHTTP
+import ShutterJobRunner
+import ShutterJobs
+import ShutterSystem
+
+/// `/jobs`: delayed, interval and burst captures, run by the job service.
+struct JobRoutes: Sendable {
+    let jobs: JobService
+    let catalog: MediaCatalog
+    /// For the camera's frame interval, the fastest a job may ask for.
+    let capture: CaptureService
+
+    /// The most picture ids one job's JSON lists; `/library?job={id}` pages through the rest.
+    static let maximumJobPictureIDs = 1000
+
+    func register(in router: inout Router) {
+        router.add(.post, "/jobs", .task { request, _ in try await createJob(request) })
+        router.add(.get, "/jobs", .task { request, _ in try await listJobs(request) })
+        router.add(
+            .get, "/jobs/{id}", .task { request, parameters in try await showJob(request, parameters) })
+        router.add(
+            .delete, "/jobs/{id}", .task { request, parameters in try await cancelJob(request, parameters) })
+    }
+
+    /// `POST /jobs`: schedules the job the JSON body describes.
+    func createJob(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try QueryParameters(request, allowed: [])
+        let snapshot = try await start(try Self.parseSpec(request.body))
+        return .json(
+            .created, try await json(snapshot), headers: ["Location": "/jobs/\(snapshot.record.id)"])
+    }
+
+    /// `GET /jobs`: jobs, newest first.
+    func listJobs(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try QueryParameters(request, allowed: ["limit"])
+        let limit = try query.integer("limit", in: 1...LibraryRoutes.maximumPageSize) ?? 50
+        var items = "["
+        for (index, snapshot) in try await jobs.jobs(limit: Int(limit)).enumerated() {
+            if index > 0 { items += "," }
+            items += try await json(snapshot)
+        }
+        var object = JSONObjectWriter()
+        object.rawField("items", items + "]")
+        return .json(.ok, object.finished(), headers: ["Cache-Control": "no-cache"])
+    }
+
+    /// `GET /jobs/{id}`: one job, with its pictures in the order taken.
+    func showJob(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try parameters.positiveID(of: "job")
+        _ = try QueryParameters(request, allowed: [])
+        guard let snapshot = try await jobs.job(id: id) else { throw Self.notFound(id) }
+        return .json(.ok, try await json(snapshot), headers: ["Cache-Control": "no-cache"])
+    }
+
+    /// `DELETE /jobs/{id}`: cancels the job; the pictures it took stay.
+    func cancelJob(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try parameters.positiveID(of: "job")
+        _ = try QueryParameters(request, allowed: [])
+        try requireEmptyBody(request)
+        guard let snapshot = try await jobs.cancel(id: id) else { throw Self.notFound(id) }
+        return .json(.ok, try await json(snapshot))
+    }
+
+    /// The spec in `body`, or 400 saying what is wrong with it.
+    static func parseSpec(_ body: [UInt8]) throws -> JobSpec {
+        do {
+            return try JobSpec.parse(json: body)
+        } catch {
+            throw HTTPError(.badRequest, "invalid job", detail: error.description)
+        }
+    }
+
+    /// Creates the job; a refused spec, too many jobs or a full disk answer for themselves.
+    func start(_ spec: JobSpec) async throws -> JobSnapshot {
+        let interval = UInt64(1_000_000_000 / max(1, capture.status.mode.fps))
+        return try await jobs.create(spec: spec, frameIntervalNanoseconds: interval)
+    }
+
+    /// The job as the API shows it, with the ids of its first pictures in the order taken.
+    func json(_ snapshot: JobSnapshot) async throws -> String {
+        let record = snapshot.record
+        var object = JSONObjectWriter()
+        object.field("id", record.id)
+        object.field("url", "/jobs/\(record.id)")
+        if let spec = snapshot.spec {
+            switch spec.kind {
+            case .delayed(let delay):
+                object.field("kind", "delayed")
+                object.field("delay", Self.seconds(delay))
+            case .burst(let count):
+                object.field("kind", "burst")
+                object.field("count", count)
+            case .interval(let every, let end):
+                object.field("kind", "interval")
+                object.field("every", Self.seconds(every))
+                switch end {
+                case .count(let count): object.field("count", count)
+                case .until(let wallMillis):
+                    object.field("until", Timestamp.iso8601(millisecondsSince1970: wallMillis))
+                case .duration(let nanoseconds): object.field("duration", Self.seconds(nanoseconds))
+                case .unbounded: break
+                }
+            }
+            object.field(
+                "start_at", spec.startAtWallMillis.map { Timestamp.iso8601(millisecondsSince1970: $0) })
+        }
+        object.field("label", record.label)
+        object.field("state", record.state)
+        object.field("taken", record.taken)
+        object.field("missed", record.missed)
+        object.field("last_failure", snapshot.lastFailure?.message)
+        object.field("last_failure_kind", snapshot.lastFailure?.kind.rawValue)
+        object.field(
+            "next_shot_at", snapshot.nextShotAtWall.map { Timestamp.iso8601(millisecondsSince1970: $0) })
+        object.field("created_at", Timestamp.iso8601(millisecondsSince1970: record.createdAt))
+        object.field("started_at", Timestamp.iso8601(millisecondsSince1970: record.startedAt))
+        object.field("finished_at", record.finishedAt.map { Timestamp.iso8601(millisecondsSince1970: $0) })
+        let page = try await catalog.page(after: 0, limit: Self.maximumJobPictureIDs, jobID: record.id)
+        object.rawField("picture_ids", "[" + page.items.map { String($0.id) }.joined(separator: ",") + "]")
+        object.field("more_pictures", page.hasMore)
+        object.field("pictures", "/library?job=\(record.id)")
+        return object.finished()
+    }
+
+    private static func seconds(_ nanoseconds: UInt64) -> Double {
+        Double(nanoseconds) / 1e9
+    }
+
+    private static func notFound(_ id: Int64) -> HTTPError {
+        HTTPError(.notFound, detail: "no job with id \(id)")
+    }
+}

@@ -1,0 +1,92 @@
+import FoundationEssentials
+import ShutterCatalog
+import ShutterHTTP
+
+/// `/library`: the catalog's records, paged, and one picture's record, deletion and `keep`.
+struct LibraryRoutes: Sendable {
+    let catalog: MediaCatalog
+
+    /// Largest page `GET /library` (and `GET /jobs`) serves.
+    static let maximumPageSize: Int64 = 500
+
+    func register(in router: inout Router) {
+        router.add(.get, "/library", .task { request, _ in try await library(request) })
+        router.add(
+            .get, "/library/{id}", .task { request, parameters in try await picture(request, parameters) })
+        router.add(
+            .delete, "/library/{id}",
+            .task { request, parameters in try await deletePicture(request, parameters) })
+        router.add(
+            .patch, "/library/{id}",
+            .task { request, parameters in try await patchPicture(request, parameters) })
+    }
+
+    /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken;
+    /// `job=` lists that job's pictures, in the order taken.
+    func library(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job"])
+        let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
+        let before = try query.integer("before", in: 1...Int64.max)
+        let job = try query.integer("job", in: 1...Int64.max)
+        // A job's pictures read in the order taken, so its listing pages forward from the start.
+        let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
+
+        // The listing changes only when a picture is added or deleted, so one counter
+        // validates every page: pollers get a 304 without touching the database.
+        let etag = "W/\"\(catalog.instanceToken)-\(await catalog.changeCounter)\""
+        if let ifNoneMatch = request.headers["If-None-Match"],
+            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
+        {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+        }
+        let page = try await catalog.page(before: before, after: after, limit: Int(limit), jobID: job)
+        var items = "["
+        for (index, record) in page.items.enumerated() {
+            if index > 0 { items += "," }
+            items += record.json
+        }
+        items += "]"
+        var object = JSONObjectWriter()
+        object.rawField("items", items)
+        var next: String?
+        if page.hasMore, let last = page.items.last {
+            var link = after != nil ? "/library?after=\(last.id)" : "/library?before=\(last.id)"
+            if let before, after != nil { link += "&before=\(before)" }
+            if let job { link += "&job=\(job)" }
+            next = link + "&limit=\(limit)"
+        }
+        object.field("next", next)
+        return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// `GET /library/{id}`: one record.
+    func picture(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try parameters.positiveID(of: "picture")
+        _ = try QueryParameters(request, allowed: [])
+        guard let record = try await catalog.record(id: id) else { throw Self.notFound(id) }
+        return .json(.ok, record.json)
+    }
+
+    /// `DELETE /library/{id}`: removes the record and its file.
+    func deletePicture(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try parameters.positiveID(of: "picture")
+        _ = try QueryParameters(request, allowed: [])
+        try requireEmptyBody(request)
+        guard try await catalog.delete(id: id) else { throw Self.notFound(id) }
+        return HTTPResponse(status: .noContent)
+    }
+
+    /// `PATCH /library/{id}` with `{"keep": true|false}`: marks the picture as kept by retention (or
+    /// not) and answers with the record.
+    func patchPicture(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
+        let id = try parameters.positiveID(of: "picture")
+        _ = try QueryParameters(request, allowed: [])
+        let keep = try PicturePatch.decodeKeep(request.body)
+        guard let record = try await catalog.setKeep(id: id, keep: keep) else { throw Self.notFound(id) }
+        return .json(.ok, record.json)
+    }
+
+    static func notFound(_ id: Int64) -> HTTPError {
+        HTTPError(.notFound, detail: "no picture with id \(id)")
+    }
+}

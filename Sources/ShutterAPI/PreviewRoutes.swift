@@ -1,0 +1,75 @@
+import ShutterCapture
+import ShutterHTTP
+import ShutterSystem
+
+/// `/preview.jpg` and `/preview.mjpg`: the live picture, not stored.
+struct PreviewRoutes: Sendable {
+    let capture: CaptureService
+    let preview: LivePreview<PreviewPart>
+    let clock: any Clock
+    let snapTimeoutMilliseconds: Int
+    let stallTimeoutMilliseconds: Int
+
+    func register(in router: inout Router) {
+        router.add(.get, "/preview.jpg", .task { request, _ in try await previewFrame(request) })
+        router.add(.get, "/preview.mjpg", .immediate { request, _ in try previewStream(request) })
+    }
+
+    /// `GET /preview.jpg`: the newest frame (at most one frame interval old); with `fresh=true`,
+    /// the first frame captured after the request, so a client fetching in a loop gets each
+    /// frame once instead of the same one again.
+    func previewFrame(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrived = clock.monotonicNow()
+        let query = try QueryParameters(request, allowed: ["fresh"])
+        let interval = UInt64(1_000_000_000 / max(1, capture.status.mode.fps))
+        let frame: EncodedFrame
+        if try query.boolean("fresh") == true {
+            frame = try await capture.frame(
+                capturedAtOrAfter: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
+        } else {
+            frame = try await capture.recentFrame(
+                maxAgeNanoseconds: interval, now: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
+        }
+        return HTTPResponse(
+            status: .ok,
+            headers: [
+                "Content-Type": "image/jpeg", "Cache-Control": "no-store",
+                "X-Frame-Sequence": String(frame.sequence),
+                "X-Frame-Time": Timestamp.iso8601(millisecondsSince1970: frame.wallMilliseconds),
+            ],
+            body: .bytes(frame.jpeg))
+    }
+
+    /// `GET /preview.mjpg`: the live picture as `multipart/x-mixed-replace` MJPEG, every frame
+    /// encoded once for all viewers; `fps` caps this viewer's rate, `width` asks for a smaller size.
+    ///
+    /// Browsers get each part's headers in advance, right after the previous frame, so that
+    /// Chromium shows every frame when it arrives rather than one frame late; other clients
+    /// get `Content-Length` in every part. Browsers are recognised by the `Sec-Fetch-Dest` they
+    /// send for an image or a page (fetch metadata); `advance_headers` overrides it.
+    ///
+    /// Immediate (on the loop), because a stream must be answered before anything pipelined
+    /// behind it is read.
+    func previewStream(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try QueryParameters(request, allowed: ["fps", "width", "advance_headers"])
+        let framesPerSecond = try query.number("fps", in: 0.1...120)
+        let width = try query.integer("width", in: MediaRoutes.thumbnailWidths).map(Int.init)
+        let destination = request.headers["Sec-Fetch-Dest"]?.lowercased() ?? ""
+        let advanceHeaders =
+            try query.boolean("advance_headers")
+            ?? ["image", "document", "iframe", "embed", "object"].contains(destination)
+        let stream = PreviewStream(
+            preview: preview, viewer: preview.makeViewer(framesPerSecond: framesPerSecond, width: width),
+            advanceHeaders: advanceHeaders, stallTimeoutMilliseconds: stallTimeoutMilliseconds)
+        return HTTPResponse(
+            status: .ok,
+            headers: [
+                "Content-Type": PreviewStream.contentType,
+                "Cache-Control": "no-store, no-cache, must-revalidate, max-age=0",
+                "Pragma": "no-cache",
+                // Stops buffering reverse proxies (nginx) from holding frames back.
+                "X-Accel-Buffering": "no",
+            ],
+            body: .stream(stream))
+    }
+}

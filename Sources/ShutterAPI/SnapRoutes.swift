@@ -1,0 +1,76 @@
+import ShutterCapture
+import ShutterCatalog
+import ShutterHTTP
+import ShutterJobs
+import ShutterSystem
+
+/// `POST /snap`: a picture now, from a frame captured after the request, or a delayed one.
+struct SnapRoutes: Sendable {
+    let capture: CaptureService
+    let catalog: MediaCatalog
+    /// Delayed snaps are delayed jobs, created and shown the way `POST /jobs` does.
+    let jobs: JobRoutes
+    let clock: any Clock
+    let snapTimeoutMilliseconds: Int
+
+    func register(in router: inout Router) {
+        router.add(.post, "/snap", .task { request, _ in try await snap(request) })
+    }
+
+    /// Stores a picture from a frame captured after the request arrived (or, with `max_age_ms`,
+    /// a recent one); with a `delay`, schedules a delayed job instead (see `delayedSnap`).
+    func snap(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrived = clock.monotonicNow()
+        let options = try SnapOptions(request)
+        if let delay = options.delaySeconds {
+            return try await delayedSnap(delaySeconds: delay, wait: options.wait)
+        }
+        let frame: EncodedFrame
+        if let maxAge = options.maxAgeMilliseconds {
+            frame = try await capture.recentFrame(
+                maxAgeNanoseconds: UInt64(maxAge) * 1_000_000, now: arrived,
+                timeoutMilliseconds: snapTimeoutMilliseconds, orNoSignal: false)
+        } else {
+            frame = try await capture.frame(
+                capturedAtOrAfter: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
+        }
+        let framed = clock.monotonicNow()
+        let record = try await catalog.add(
+            jpeg: frame.jpeg, takenAt: frame.wallMilliseconds, width: frame.width, height: frame.height,
+            source: capture.cameraName)
+        let stored = clock.monotonicNow()
+        let waited = framed.nanoseconds(since: arrived).subtractingReportingOverflow(frame.encodeNanoseconds)
+            .partialValue
+        return .json(
+            .created, record.json,
+            headers: [
+                "Location": "/library/\(record.id)",
+                // Where the time went, for clients and the snap benchmark (W3C Server Timing).
+                "Server-Timing":
+                    "wait;dur=\(milliseconds(waited)), encode;dur=\(milliseconds(frame.encodeNanoseconds)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
+            ])
+    }
+
+    /// A delayed job, answered 202 at once, or with `wait` 201 with its picture once taken.
+    func delayedSnap(delaySeconds: Double, wait: Bool) async throws -> HTTPResponse {
+        // Through the jobs parser, so a bad delay gets the same sentence as in `POST /jobs`.
+        let body = #"{"kind":"delayed","delay":\#(delaySeconds)}"#
+        let snapshot = try await jobs.start(try JobRoutes.parseSpec(Array(body.utf8)))
+        let id = snapshot.record.id
+        guard wait else {
+            return .json(.accepted, try await jobs.json(snapshot), headers: ["Location": "/jobs/\(id)"])
+        }
+        await jobs.jobs.waitUntilFinished(id: id)
+        if let record = try await catalog.page(after: 0, limit: 1, jobID: id).items.first {
+            return .json(.created, record.json, headers: ["Location": "/library/\(record.id)"])
+        }
+        let failure =
+            try await jobs.jobs.job(id: id)?.lastFailure
+            ?? ShotFailure(.cameraUnavailable, "the job ended without a picture")
+        throw JobShotError(jobID: id, failure: failure)
+    }
+
+    private func milliseconds(_ nanoseconds: UInt64) -> String {
+        Timestamp.thousandths(nanoseconds / 1000)
+    }
+}

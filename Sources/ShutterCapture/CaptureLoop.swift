@@ -1,0 +1,205 @@
+import ShutterCamera
+import ShutterSystem
+
+/// The capture thread's loop: open, read frames, encode those someone waits for, publish;
+/// on failure, close and reopen until the camera returns.
+final class CaptureLoop: @unchecked Sendable {
+    // @unchecked Sendable: created by the actor, then used only by the capture thread, except
+    // `interruptCamera()`, which only calls the source's one thread-safe method.
+    private let source: any CameraSource
+    private let encoder: JPEGEncoder
+    private let shared: CaptureShared
+    private let reopenIntervalNanoseconds: UInt64
+    private let idleAfterNanoseconds: UInt64
+    private let clock: any Clock
+    private let logger: Logger
+    /// When someone last wanted a frame, ran a command, or kept the camera awake.
+    private var lastDemand: MonotonicInstant
+    private var lastFailure: CaptureError?
+    /// When the "no signal" frame was last drawn, so live viewers get one about once a second.
+    private var lastNoSignal: (at: MonotonicInstant, reason: CaptureError)?
+    /// The source's own drop counters, if it keeps any (looked up once, not per frame).
+    private let dropCounting: (any FrameDropCounting)?
+
+    /// How often the "no signal" frame is redrawn while the camera is gone (its clock advances,
+    /// so live viewers see the daemon is alive).
+    static let noSignalRefreshNanoseconds: UInt64 = 950_000_000
+
+    init(
+        source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
+        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, clock: any Clock, logger: Logger
+    ) {
+        self.idleAfterNanoseconds = idleAfterNanoseconds
+        self.source = source
+        self.dropCounting = source as? any FrameDropCounting
+        self.encoder = encoder
+        self.shared = shared
+        self.reopenIntervalNanoseconds = reopenIntervalNanoseconds
+        self.clock = clock
+        self.lastDemand = clock.monotonicNow()
+        self.logger = logger
+    }
+
+    /// Makes a frame wait in the source end early (called by `CaptureService.stop`).
+    func interruptCamera() {
+        source.interruptWait()
+    }
+
+    func run() {
+        while !shared.isStopping {
+            shared.phase.enter(.opening)
+            if open() {
+                shared.phase.enter(.streaming)
+                let outcome = capture()
+                source.stop()
+                if shared.isStopping { break }
+                if outcome == .idle {
+                    waitForDemand()
+                    continue
+                }
+            }
+            shared.phase.enter(.failed)
+            waitBeforeReopening()
+        }
+        shared.failPendingCommands(CaptureError.stopped)
+        shared.phase.enter(.stopped)
+    }
+
+    /// Opens the camera; on failure records why (logged once until it changes).
+    private func open() -> Bool {
+        do {
+            try source.start()
+            shared.name = source.name
+            shared.mode = source.mode
+            shared.pixelFormat = source.pixelFormatName
+            let mode = source.mode
+            if lastFailure != nil {
+                shared.counters.reopens.add(1, ordering: .relaxed)
+                logger.notice("camera recovered", ["camera": source.name])
+                lastFailure = nil
+                lastNoSignal = nil
+            }
+            logger.info(
+                "camera started",
+                [
+                    "camera": source.name, "size": "\(mode.width)x\(mode.height)", "fps": String(mode.fps),
+                    "format": source.pixelFormatName,
+                ])
+            return true
+        } catch {
+            failed(error)
+            return false
+        }
+    }
+
+    /// Why `capture()` returned.
+    private enum CaptureOutcome {
+        case stopping, failed, idle
+    }
+
+    /// Reads frames until the camera fails, capture stops, or nobody has needed a frame for
+    /// `idleAfterNanoseconds`.
+    private func capture() -> CaptureOutcome {
+        lastDemand = clock.monotonicNow()
+        while !shared.isStopping {
+            if shared.hasDemand {
+                lastDemand = clock.monotonicNow()
+            } else if idleAfterNanoseconds > 0
+                && clock.monotonicNow().nanoseconds(since: lastDemand) > idleAfterNanoseconds
+            {
+                logger.info("camera idle: closing it until a frame is wanted", ["camera": source.name])
+                return .idle
+            }
+            runCommands()
+            do {
+                let frame = try source.nextFrame()
+                shared.counters.captured.add(1, ordering: .relaxed)
+                if let dropCounting {
+                    shared.counters.corrupt.store(dropCounting.corruptFrames, ordering: .relaxed)
+                    shared.counters.warmupDropped.store(dropCounting.warmupFramesDropped, ordering: .relaxed)
+                }
+                if shared.exchange.failure != nil { shared.exchange.clearFailure() }
+                guard shared.exchange.wantsFrame() else { continue }
+                let start = clock.monotonicNow()
+                let jpeg: [UInt8]
+                switch frame.image {
+                case .jpeg(let bytes): jpeg = bytes
+                case .yuv(let image): jpeg = try encoder.encode(image)
+                }
+                shared.counters.encoded.add(1, ordering: .relaxed)
+                shared.exchange.publish(
+                    EncodedFrame(
+                        sequence: frame.sequence, capturedAt: frame.capturedAt,
+                        wallMilliseconds: frame.wallMilliseconds, width: frame.width, height: frame.height,
+                        jpeg: jpeg, encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
+            } catch {
+                failed(error)
+                return .failed
+            }
+        }
+        return .stopping
+    }
+
+    /// Waits, with the camera closed, until a frame or a command is wanted, a job starts, or
+    /// capture stops: each of those rings `shared.wakeup`.
+    private func waitForDemand() {
+        shared.phase.enter(.idle)
+        while !shared.isStopping && !shared.hasDemand {
+            _ = clock.wait(for: shared.wakeup, until: nil)
+        }
+    }
+
+    /// Runs queued camera commands, between frames, on this thread.
+    private func runCommands() {
+        for command in shared.takeCommands() { command(source, nil) }
+    }
+
+    private func failed(_ error: any Error) {
+        shared.counters.failures.add(1, ordering: .relaxed)
+        let failure = CaptureError.failure(error, camera: source.name)
+        // A repeating failure is logged once until it changes (the ustreamer habit).
+        if failure != lastFailure {
+            logger.error("camera failed", ["camera": source.name, "error": String(describing: error)])
+            lastFailure = failure
+        }
+        shared.exchange.fail(failure)
+        shared.failPendingCommands(failure)
+        publishNoSignal(failure)
+    }
+
+    /// Waits until the next reopen attempt, refreshing the "no signal" frame about once a second
+    /// and answering commands (with the failure) and stop as they come.
+    private func waitBeforeReopening() {
+        let deadline = clock.monotonicNow().advanced(by: reopenIntervalNanoseconds)
+        while !shared.isStopping && clock.monotonicNow() < deadline {
+            shared.failPendingCommands(
+                lastFailure ?? .cameraUnavailable(.notStarted, camera: source.name))
+            if let lastFailure { publishNoSignal(lastFailure) }
+            let nextRefresh = (lastNoSignal?.at ?? clock.monotonicNow()).advanced(
+                by: Self.noSignalRefreshNanoseconds)
+            _ = clock.wait(for: shared.wakeup, until: min(deadline, nextRefresh))
+        }
+    }
+
+    /// Draws the "no signal" frame with the time and `reason`: at once for a new reason, else
+    /// at most about once a second.
+    private func publishNoSignal(_ reason: CaptureError) {
+        let drawnAt = clock.monotonicNow()
+        if let last = lastNoSignal, last.reason == reason,
+            drawnAt.nanoseconds(since: last.at) < Self.noSignalRefreshNanoseconds
+        {
+            return
+        }
+        lastNoSignal = (drawnAt, reason)
+        let mode = shared.mode
+        let now = clock.wallMillisecondsNow()
+        let image = NoSignalPattern.render(
+            width: max(64, mode.width), height: max(48, mode.height), wallMilliseconds: now,
+            reason: reason.description)
+        guard let jpeg = try? encoder.encode(image) else { return }
+        shared.exchange.publishNoSignal(
+            EncodedFrame(
+                sequence: 0, capturedAt: clock.monotonicNow(), wallMilliseconds: now, width: image.width,
+                height: image.height, jpeg: jpeg))
+    }
+}

@@ -1,0 +1,139 @@
+import ShutterCamera
+import ShutterSystem
+import Synchronization
+
+/// The one owner of the camera: runs its capture thread, hands out frames, and runs
+/// camera commands (controls) on that thread. Nothing else touches the `CameraSource`.
+///
+/// The capture thread opens the camera, reads frames, and when the camera fails
+/// (unplugged, stalled, refused) closes it and reopens it every `reopenIntervalMilliseconds`
+/// until it returns, showing a "no signal" frame meanwhile: HTTP keeps being served.
+public actor CaptureService {
+    private let shared: CaptureShared
+    private let loop: CaptureLoop
+    private var thread: OSThread?
+    /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
+    public nonisolated var cameraName: String { shared.name }
+
+    /// `idleAfterMilliseconds` > 0 closes the camera after that long with nobody waiting for a
+    /// frame and no job active; the next request opens it again (with its warm-up). Every wait
+    /// (reopening, idling, a frame's timeout) is measured on `clock`.
+    public init(
+        source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000,
+        idleAfterMilliseconds: Int = 0, clock: any Clock = SystemClock(), logger: Logger
+    ) throws {
+        let shared = CaptureShared(
+            name: source.name, mode: source.mode, pixelFormat: source.pixelFormatName, clock: clock)
+        self.shared = shared
+        loop = CaptureLoop(
+            source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
+            reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000,
+            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, clock: clock,
+            logger: logger)
+    }
+
+    /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).
+    public func start() throws {
+        guard thread == nil else { return }
+        shared.stopRequested.store(false, ordering: .relaxed)
+        let loop = self.loop
+        thread = try OSThread.spawn(name: "shutter-capture") { loop.run() }
+    }
+
+    /// Stops the capture thread and closes the camera; waiters get `CaptureError.stopped`.
+    ///
+    /// Waits for the thread without blocking a thread of the cooperative pool.
+    public func stop() async {
+        guard let thread else { return }
+        shared.stopRequested.store(true, ordering: .relaxed)
+        shared.wakeup.signal()
+        loop.interruptCamera()
+        await thread.finished()
+        self.thread = nil
+        shared.exchange.fail(.stopped)
+        shared.failPendingCommands(CaptureError.stopped)
+    }
+
+    /// The first frame captured at or after `instant` (a snap never returns a frame older than its request).
+    public nonisolated func frame(capturedAtOrAfter instant: MonotonicInstant, timeoutMilliseconds: Int)
+        async throws -> EncodedFrame
+    {
+        try await shared.exchange.frame(capturedAtOrAfter: instant, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The newest frame at most `maxAgeNanoseconds` old, else the next one; while the camera
+    /// is gone, the "no signal" frame if `orNoSignal`, else the failure.
+    public nonisolated func recentFrame(
+        maxAgeNanoseconds: UInt64, now: MonotonicInstant, timeoutMilliseconds: Int, orNoSignal: Bool = true
+    ) async throws -> EncodedFrame {
+        // A viewer gets the no-signal picture; a snap must fail instead of storing it.
+        if orNoSignal, shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame {
+            return noSignal
+        }
+        if let latest = shared.exchange.latest, now.nanoseconds(since: latest.capturedAt) <= maxAgeNanoseconds
+        {
+            return latest
+        }
+        return try await shared.exchange.frame(
+            capturedAtOrAfter: now, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Runs `body` with the camera on the capture thread, between two frames.
+    ///
+    /// This is how controls are read and set without a second owner of the device.
+    /// Throws `CaptureError.cameraUnavailable` while the camera is not open.
+    public nonisolated func withCamera<T: Sendable>(
+        _ body: @escaping @Sendable (any CameraSource) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            shared.enqueue { source, failure in
+                if let failure {
+                    continuation.resume(throwing: failure)
+                    return
+                }
+                continuation.resume(with: Result { try body(source) })
+            }
+        }
+    }
+
+    /// Sends every frame, and the "no signal" frame while the camera is gone, to `observer` on
+    /// the capture thread while `setLiveDemand(true)`; it must return quickly.
+    nonisolated func setFrameObserver(_ observer: FrameExchange.Observer?) {
+        shared.exchange.setObserver(observer)
+    }
+
+    /// Whether live viewers want every frame (encoded, and opened from idle, for them).
+    nonisolated func setLiveDemand(_ wanted: Bool) {
+        shared.exchange.setLiveDemand(wanted)
+    }
+
+    /// Whether live viewers want every frame now.
+    nonisolated var hasLiveDemand: Bool { shared.exchange.hasLiveDemand }
+
+    /// The "no signal" frame while the camera is failing, else nil.
+    nonisolated var currentNoSignalFrame: EncodedFrame? {
+        shared.exchange.failure != nil ? shared.exchange.noSignalFrame : nil
+    }
+
+    /// Keeps the camera open while `awake` (an active job), whatever `idleAfterMilliseconds` says.
+    public nonisolated func keepAwake(_ awake: Bool) {
+        shared.keepAwake.store(awake, ordering: .relaxed)
+        if awake { shared.wakeup.signal() }
+    }
+
+    /// Returns once the capture thread is in `phase` (at once if it is now).
+    public nonisolated func reached(_ phase: CapturePhase) async {
+        await shared.phase.reached(phase)
+    }
+
+    /// The camera's state now.
+    public nonisolated var status: CameraStatus {
+        CameraStatus(
+            name: cameraName, mode: shared.mode, pixelFormat: shared.pixelFormat,
+            framesCaptured: shared.counters.framesCaptured,
+            framesEncoded: shared.counters.framesEncoded, reopens: shared.counters.cameraReopens,
+            corruptFrames: shared.counters.corruptFrames,
+            warmupFramesDropped: shared.counters.warmupFramesDropped,
+            failure: shared.exchange.failure, phase: shared.phase.current)
+    }
+}

@@ -1,0 +1,16 @@
+import ShutterCapture
+import ShutterSystem
+
+/// What the job runner needs of the camera: frames captured after a given instant, and the
+/// camera kept open while any job is active. `CaptureService` is the real one; tests use a fake.
+public protocol JobCamera: Sendable {
+    /// The first frame captured at or after `instant`; throws `CaptureError` when there is none in time.
+    func frame(capturedAtOrAfter instant: MonotonicInstant, timeoutMilliseconds: Int) async throws
+        -> EncodedFrame
+    /// Keeps the camera open (no idling) while `awake`.
+    func keepAwake(_ awake: Bool)
+    /// The camera's name, stored as each picture's source.
+    var cameraName: String { get }
+}
+
+extension CaptureService: JobCamera {}

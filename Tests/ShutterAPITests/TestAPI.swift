@@ -1,0 +1,70 @@
+import ShutterCamera
+import ShutterCapture
+import ShutterCatalog
+import ShutterHTTP
+import ShutterJobRunner
+import ShutterSystem
+import ShutterTestSupport
+
+@testable import ShutterAPI
+
+/// The real API over real services in `directory`, with a camera that is never started and the
+/// event loop played by hand: for asking the router and its handlers directly.
+struct TestAPI {
+    static let quiet = Logger(label: "test", level: .critical)
+    let api: ShutterAPI
+    let router: Router
+    let catalog: MediaCatalog
+
+    init(directory: String, logSink: (any Logger.Sink)? = nil) throws {
+        let clock = ManualClock()
+        let capture = try CaptureService(
+            source: FakeCameraSource(), quality: 80, clock: clock, logger: Self.quiet)
+        catalog = try MediaCatalog(dataDirectory: directory, logger: Self.quiet, clock: clock)
+        let jobs = JobService(
+            camera: capture, catalog: catalog, clock: clock, limits: .init(), frameTimeoutMilliseconds: 100,
+            logger: Self.quiet)
+        api = ShutterAPI(
+            capture: capture, catalog: catalog, jobs: jobs,
+            preview: LivePreview(
+                capture: capture, quality: 80, queue: ManualSerialQueue(), clock: clock, logger: Self.quiet),
+            discovery: try DeviceDiscovery(logger: Self.quiet),
+            settings: .init(
+                snapTimeoutMilliseconds: 100, previewStallTimeoutMilliseconds: 1000, cameraPath: nil,
+                version: "9.9.9"),
+            clock: clock, logger: logSink.map { Logger(label: "test", level: .info, sink: $0) } ?? Self.quiet)
+        router = api.router()
+    }
+
+    /// The answer of the handler routed for `method` and `target`, run as the server would run it.
+    func respond(_ method: HTTPMethod, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [])
+        async -> HTTPResponse
+    {
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: body)
+        guard
+            case .handler(let handler, let parameters) = router.resolve(
+                method: method, path: request.path ?? "")
+        else { return HTTPResponse(status: .notFound) }
+        do {
+            switch handler {
+            case .immediate(let run): return try run(request, parameters)
+            case .task(let run): return try await run(request, parameters)
+            case .immediateOrTask(let immediate, let task):
+                if let answer = try immediate(request, parameters) { return answer }
+                return try await task(request, parameters)
+            }
+        } catch let error as any HTTPResponseError {
+            return error.response()
+        } catch {
+            return HTTPResponse(status: .internalServerError)
+        }
+    }
+}
+
+extension HTTPResponse {
+    /// The body as text (empty unless it is in memory).
+    var text: String {
+        guard case .bytes(let bytes) = body else { return "" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

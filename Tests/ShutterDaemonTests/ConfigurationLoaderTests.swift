@@ -1,0 +1,78 @@
+import ShutterDaemon
+import ShutterSystem
+import Testing
+
+@Suite struct ConfigurationLoaderTests {
+    private func load(
+        _ arguments: [String], environment: [String: String] = [:], file: String? = nil
+    ) throws -> ShutterConfiguration {
+        let outcome = try ConfigurationLoader.load(arguments: arguments, environment: environment) { _ in
+            guard let file else { throw ConfigurationError("no such file") }
+            return Array(file.utf8)
+        }
+        guard case .run(let configuration) = outcome else {
+            throw ConfigurationError("expected a configuration, got \(outcome)")
+        }
+        return configuration
+    }
+
+    @Test func defaultsAreSafe() throws {
+        let configuration = try load([])
+        #expect(configuration.listenHost == "127.0.0.1")
+        #expect(configuration.listenPort == 8080)
+        #expect(configuration.width == 1280 && configuration.height == 720 && configuration.fps == 30)
+    }
+
+    @Test func flagsOverrideEnvironmentOverrideFile() throws {
+        let file = #"{"fps": 10, "size": "320x240", "quality": 50, "_note": "ignored"}"#
+        let configuration = try load(
+            ["--config", "x.json", "--fps=25"],
+            environment: ["SHUTTERD_FPS": "15", "SHUTTERD_SIZE": "640x480"],
+            file: file)
+        #expect(configuration.fps == 25)
+        #expect(configuration.width == 640 && configuration.height == 480)
+        #expect(configuration.quality == 50)
+    }
+
+    @Test func configFileFromEnvironment() throws {
+        let configuration = try load(
+            [], environment: ["SHUTTERD_CONFIG": "c.json"], file: #"{"listen": "[::1]:9000"}"#)
+        #expect(configuration.listenHost == "[::1]" && configuration.listenPort == 9000)
+    }
+
+    @Test func httpLimitsAreKeys() throws {
+        let configuration = try load([
+            "--max-connections", "7", "--max-body-bytes", "100", "--idle-timeout-ms", "500",
+        ])
+        #expect(configuration.http.maxConnections == 7)
+        #expect(configuration.http.limits.maxBodyBytes == 100)
+        #expect(configuration.http.idleTimeoutMilliseconds == 500)
+    }
+
+    @Test(arguments: [
+        (["--fps", "0"], "fps"), (["--fps", "abc"], "fps"), (["--size", "641x480"], "size"),
+        (["--listen", "8080"], "listen"), (["--quality", "101"], "quality"), (["--unknown"], "--unknown"),
+        (["--fps"], "needs a value"), (["--camera", "/etc/passwd"], "camera"),
+        (["--log-level", "loud"], "log_level"),
+    ])
+    func badValuesSayWhatIsWrong(arguments: [String], word: String) {
+        #expect {
+            try load(arguments)
+        } throws: { error in
+            "\(error)".contains(word)
+        }
+    }
+
+    @Test func unknownFileKeysAreRejected() {
+        #expect(throws: ConfigurationError.self) { try load(["--config", "f"], file: #"{"colour": "red"}"#) }
+        #expect(throws: ConfigurationError.self) { try load(["--config", "f"], file: "not json") }
+    }
+
+    @Test func helpMentionsEveryKey() throws {
+        let help = ConfigurationLoader.helpText()
+        for key in ConfigurationKey.all {
+            #expect(help.contains(key.flag))
+            #expect(help.contains(key.environmentVariable))
+        }
+    }
+}
