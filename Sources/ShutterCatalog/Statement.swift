@@ -3,7 +3,7 @@ import CSQLite
 /// SQLite copies text and blobs bound with this destructor before `sqlite3_bind_*` returns
 /// (https://www.sqlite.org/c3ref/bind_blob.html). The C macro is a cast of -1 that Swift does
 /// not import. Binding a Swift string's temporary buffer with `SQLITE_STATIC` instead leaves
-/// SQLite reading freed memory at step time (see shared/SWIFT-ON-LINUX.md).
+/// SQLite reading freed memory at step time (see docs/SWIFT-ON-LINUX.md).
 private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One prepared statement; it owns its `sqlite3_stmt` and finalizes it when released.

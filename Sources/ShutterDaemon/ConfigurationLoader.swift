@@ -102,6 +102,23 @@ public enum ConfigurationLoader {
         return text
     }
 
+    /// The configuration table of the README, made from `ConfigurationKey.all` so the two cannot
+    /// drift apart (a unit test checks the README holds exactly this).
+    public static func markdownTable() -> String {
+        let defaults = ShutterConfiguration()
+        var table = """
+            | key (file) | flag | environment | default | meaning |
+            |---|---|---|---|---|
+            | | `--config FILE` | `SHUTTERD_CONFIG` | none | JSON config file, e.g. `config/shutterd.json` |
+
+            """
+        for key in ConfigurationKey.all {
+            table +=
+                "| `\(key.name)` | `\(key.flag) \(key.valueName)` | `\(key.environmentVariable)` | `\(key.current(defaults))` | \(key.help) |\n"
+        }
+        return table
+    }
+
     /// Reads a whole file into memory.
     public static func readWholeFile(_ path: String) throws -> [UInt8] {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -107,7 +107,8 @@ extension ConfigurationKey {
     public static let all: [ConfigurationKey] = [
         ConfigurationKey(
             name: "listen", valueName: "HOST:PORT",
-            help: "address and port to serve HTTP on; loopback unless you choose otherwise",
+            help:
+                "address and port to serve HTTP on (numeric IPv4, or IPv6 in brackets: [::1]:8080); loopback unless you choose otherwise",
             apply: { config, text in
                 guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
                     (0...65535).contains(port), colon != text.startIndex
@@ -121,7 +122,7 @@ extension ConfigurationKey {
             current: { "\($0.listenHost):\($0.listenPort)" }),
         ConfigurationKey(
             name: "data_dir", valueName: "PATH",
-            help: "directory for the catalog (catalog.sqlite) and pictures (media/)",
+            help: "directory for the catalog (catalog.sqlite) and the pictures (media/{id}.jpg)",
             apply: { config, text in
                 guard !text.isEmpty else { throw ConfigurationError("data_dir: must not be empty") }
                 config.dataDirectory = text
@@ -160,7 +161,7 @@ extension ConfigurationKey {
             current: { $0.cameraFormats.joined(separator: ",") }),
         integer(
             "warmup_ms", "MS",
-            "frames dropped after the camera opens, so exposure settles before the first picture",
+            "frames are dropped for this long after the camera opens, so exposure settles before the first picture",
             range: 0...10000, \.warmupMilliseconds),
         integer(
             "idle_after_s", "S",
@@ -185,8 +186,8 @@ extension ConfigurationKey {
                 config.height = h
             },
             current: { "\($0.width)x\($0.height)" }),
-        integer("fps", "N", "frames per second to capture", range: 1...120, \.fps),
-        integer("quality", "1-100", "JPEG quality of encoded frames", range: 1...100, \.quality),
+        integer("fps", "N", "frames per second to capture (1 to 120)", range: 1...120, \.fps),
+        integer("quality", "1-100", "JPEG quality of encoded frames (1 to 100)", range: 1...100, \.quality),
         ConfigurationKey(
             name: "log_level", valueName: "LEVEL",
             help: "least severe log level written to stderr: trace, debug, info, notice, warning, error",
@@ -200,7 +201,8 @@ extension ConfigurationKey {
             current: { $0.logLevel.rawValue }),
         boolean("access_log", "log one line per HTTP request", \.accessLog),
         integer(
-            "snap_timeout_ms", "MS", "how long a snap waits for a fresh frame before answering 503",
+            "snap_timeout_ms", "MS",
+            "how long a snap or a preview waits for a fresh frame before answering 503",
             range: 100...60000, \.snapTimeoutMilliseconds),
         integer(
             "preview_stall_timeout_ms", "MS",
@@ -223,14 +225,14 @@ extension ConfigurationKey {
             range: 0...Int(Int32.max), \.retentionMinAgeSeconds),
         integer(
             "min_free_bytes", "BYTES",
-            "snaps fail with 507 rather than leave less free disk than this (0: off)",
+            "a snap that would leave less free disk than this is refused with 507, storing nothing (0: off)",
             range: 0...Int.max, \.minFreeBytes),
         integer(
             "max_connections", "N", "open HTTP connections; more are answered 503", range: 1...100_000,
             \.http.maxConnections),
         integer(
             "request_timeout_ms", "MS",
-            "time from a request's first byte until it must be complete (else 408)",
+            "time from a request's first byte until it must be complete (else 408: the slowloris defence)",
             range: 100...3_600_000, \.http.requestTimeoutMilliseconds),
         integer(
             "idle_timeout_ms", "MS", "idle keep-alive connections are closed after this",
@@ -240,16 +242,21 @@ extension ConfigurationKey {
             "write_timeout_ms", "MS", "a client that reads nothing of its response for this long is dropped",
             range: 100...3_600_000, \.http.writeTimeoutMilliseconds),
         integer(
-            "max_header_bytes", "BYTES", "request line and headers (else 431)", range: 1024...1_048_576,
+            "max_header_bytes", "BYTES", "the most bytes of request line and headers (else 431)",
+            range: 1024...1_048_576,
             \.http.limits.maxHeaderBytes),
         integer(
-            "max_target_bytes", "BYTES", "request target (else 414)", range: 256...1_048_576,
+            "max_target_bytes", "BYTES", "the most bytes of a request target (else 414)",
+            range: 256...1_048_576,
             \.http.limits.maxTargetBytes),
         integer(
-            "max_body_bytes", "BYTES", "request body (else 413)", range: 0...1_073_741_824,
+            "max_body_bytes", "BYTES", "the most bytes of a request body (else 413)",
+            range: 0...1_073_741_824,
             \.http.limits.maxBodyBytes),
         integer(
-            "max_pipelined_requests", "N", "requests read ahead on one connection", range: 1...1024,
+            "max_pipelined_requests", "N",
+            "requests read ahead on one connection before their answers are written",
+            range: 1...1024,
             \.http.maxPipelinedRequests),
         integer(
             "shutdown_grace_ms", "MS", "on SIGTERM, how long in-flight responses may take",
@@ -259,7 +266,8 @@ extension ConfigurationKey {
             "max_active_jobs", "N", "capture jobs that may be scheduled or running at once (else 409)",
             range: 1...1000, \.maxActiveJobs),
         integer(
-            "max_job_shots", "N", "the most shots one interval or burst job may ask for",
+            "max_job_shots", "N",
+            "the most shots one interval or burst job may ask for (its count, or what until or duration imply)",
             range: 1...10_000_000,
             \.maxJobShots),
     ]

@@ -1,9 +1,12 @@
 import ShutterSystem
+import ShutterTestSupport
+import Synchronization
 import Testing
 
 @testable import ShutterCamera
 
-@Suite struct TestPatternSourceTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.timeLimit(.minutes(1))) struct TestPatternSourceTests {
     private func yuv(_ frame: RawFrame) throws -> YUVImage {
         guard case .yuv(let image) = frame.image else {
             throw CameraError.unsupported("expected a YUV frame")
@@ -143,28 +146,57 @@ import Testing
     }
 
     @Test func pacedFramesAreDueOnAFixedGrid() throws {
-        let fps = 200
         let interval: UInt64 = 1_000_000_000 / 200
-        let clock = SystemClock()
+        let clock = ManualClock()
         let source = TestPatternSource(
-            mode: CameraMode(width: 64, height: 48, fps: fps), clock: clock, paced: true)
-        let before = clock.monotonicNow()
+            mode: CameraMode(width: 64, height: 48, fps: 200), clock: clock, paced: true)
+        let start = clock.monotonicNow()
         try source.start()
         var frames: [RawFrame] = []
-        for _ in 0..<20 { frames.append(try source.nextFrame()) }
-        let after = clock.monotonicNow()
-
-        #expect(frames[0].sequence == 1)
-        #expect(frames[0].capturedAt >= before)
-        for (previous, frame) in zip(frames, frames.dropFirst()) {
-            // Normally consecutive; a stalled test thread may skip slots, but the instants stay on the grid.
-            #expect(frame.sequence > previous.sequence)
-            let slots = frame.sequence - previous.sequence
-            #expect(frame.capturedAt.nanoseconds(since: previous.capturedAt) == slots * interval)
-            #expect(frame.capturedAt.nanoseconds == previous.capturedAt.nanoseconds + slots * interval)
+        // Slot k is due k intervals after the start; the clock is moved to each before it is asked.
+        for _ in 0..<20 {
+            frames.append(try source.nextFrame())
+            clock.advance(by: interval)
         }
-        // A paced source never runs ahead of its schedule.
-        #expect(after >= frames[19].capturedAt)
-        #expect(after.nanoseconds(since: before) >= 19 * interval)
+        #expect(frames.map(\.sequence) == Array(1...20))
+        for (index, frame) in frames.enumerated() {
+            #expect(frame.capturedAt == start.advanced(by: UInt64(index) * interval))
+        }
+        // Late by more than a frame: the slots in between are skipped, not delivered in a burst.
+        clock.advance(by: 5 * interval)
+        let late = try source.nextFrame()
+        #expect(late.sequence == 26)
+        #expect(late.capturedAt == start.advanced(by: 25 * interval))
     }
+
+    /// A paced source waits for its next frame on the clock, and `interruptWait` ends that wait.
+    @Test func aPacedSourceWaitsOnItsClock() async throws {
+        let clock = ManualClock()
+        let box = TestPatternBox(
+            TestPatternSource(mode: CameraMode(width: 64, height: 48, fps: 10), clock: clock))
+        try box.source.start()
+        #expect(try box.source.nextFrame().sequence == 1, "slot 0 is due at the start")
+        let frame = Mutex<RawFrame?>(nil)
+        let reader = try OSThread.spawn(name: "test-pattern") {
+            frame.withLock { $0 = try? box.source.nextFrame() }
+        }
+        await clock.sleepers(atLeast: 1)
+        #expect(clock.nextDeadline == clock.monotonicNow().advanced(by: 100_000_000))
+        clock.advance(by: 100_000_000)
+        await reader.finished()
+        #expect(frame.withLock { $0?.sequence } == 2)
+
+        let interrupted = try OSThread.spawn(name: "test-pattern") { _ = try? box.source.nextFrame() }
+        await clock.sleepers(atLeast: 1)
+        box.source.interruptWait()
+        await interrupted.finished()
+        #expect(clock.sleeperCount == 0)
+    }
+}
+
+/// Hands a source (owned by one thread at a time) to the test's reader threads.
+private final class TestPatternBox: @unchecked Sendable {
+    // @unchecked Sendable: each test uses the source from one thread at a time, in turn.
+    let source: TestPatternSource
+    init(_ source: TestPatternSource) { self.source = source }
 }

@@ -1,6 +1,6 @@
 // The V4L2 UAPI for Swift. VIDIOC_* and v4l2_fourcc are function-like macros, which
 // Swift does not import, so each one used is exposed here as a static inline getter
-// (see ../shared/SWIFT-ON-LINUX.md). Structs, enums and plain constants import as is.
+// (see docs/SWIFT-ON-LINUX.md). Structs, enums and plain constants import as is.
 #ifndef C_V4L2_H
 #define C_V4L2_H
 
