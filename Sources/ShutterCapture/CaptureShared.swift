@@ -17,10 +17,10 @@ final class CaptureShared: Sendable {
     let keepAwake = Atomic<Bool>(false)
     // Guards the negotiated mode (written by the capture thread after each open) and the
     // command queue (filled by request tasks, drained by the capture thread between frames).
-    private let state: Mutex<(name: String, mode: CameraMode, pixelFormat: String, commands: [Command])>
+    private let state: LockedValue<(name: String, mode: CameraMode, pixelFormat: String, commands: [Command])>
 
     init(name: String, mode: CameraMode, pixelFormat: String, clock: any Clock) {
-        state = Mutex((name, mode, pixelFormat, []))
+        state = LockedValue((name, mode, pixelFormat, []))
         exchange = FrameExchange(clock: clock, demand: wakeup)
     }
 
@@ -72,7 +72,7 @@ final class CaptureShared: Sendable {
 
 /// The capture thread's phase, and the tasks waiting for one.
 final class PhaseSignal: Sendable {
-    private let state = Mutex<
+    private let state = LockedValue<
         (phase: CapturePhase, waiters: [(CapturePhase, CheckedContinuation<Void, Never>)])
     >(
         (.opening, []))

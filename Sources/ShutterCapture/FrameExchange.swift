@@ -1,5 +1,4 @@
 import ShutterSystem
-import Synchronization
 
 /// Hands encoded frames from the capture thread to the requests waiting for them.
 ///
@@ -29,7 +28,7 @@ final class FrameExchange: Sendable {
 
     // All state behind one lock: taken by the capture thread once per frame and by
     // request tasks when they wait; never held across a suspension or a callout.
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// Waiter timeouts are measured on this clock.
     private let clock: any Clock
     /// Rung when a frame becomes wanted, so a capture thread idling with the camera closed opens it.
@@ -121,7 +120,7 @@ final class FrameExchange: Sendable {
         let deadline = clock.monotonicNow().advanced(by: UInt64(max(0, timeoutMilliseconds)) * 1_000_000)
         // The timer starts only once the waiter is registered; `expire` of an id that is not
         // registered yet would be lost and leave the waiter hanging on a stalled camera.
-        let registered = Mutex<Task<Void, Never>?>(nil)
+        let registered = LockedValue<Task<Void, Never>?>(nil)
         defer { registered.withLock { $0?.cancel() } }
         return try await withCheckedThrowingContinuation { continuation in
             let immediate: Result<EncodedFrame, any Error>? = state.withLock { state in

@@ -1,6 +1,5 @@
 import ShutterCamera
 import ShutterSystem
-import Synchronization
 
 /// What every live viewer of one size receives for a frame: made once per frame and size (the
 /// transport's framing around the JPEG, say) and shared by all of them.
@@ -47,7 +46,7 @@ public final class LivePreview<Part: LivePreviewPart>: @unchecked Sendable {
         var departedSent: UInt64 = 0
         var departedSkipped: UInt64 = 0
     }
-    private let shared = Mutex(Shared())
+    private let shared = LockedValue(Shared())
 
     /// Viewers by rendition width (0: the camera's own size). Queue thread only.
     private var viewers: [Int: [LivePreviewViewer<Part>]] = [:]

@@ -9,7 +9,7 @@ import Synchronization
 final class RenditionScaler: Sendable {
     /// The width it makes.
     let width: Int
-    private let mailbox = Mutex<(frame: EncodedFrame?, finished: Bool)>((nil, false))
+    private let mailbox = LockedValue<(frame: EncodedFrame?, finished: Bool)>((nil, false))
     private let wakeup = ThreadWakeup()
     private let encoded = Atomic<UInt64>(0)
 

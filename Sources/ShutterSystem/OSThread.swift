@@ -1,5 +1,4 @@
 import CShutterLinux
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +14,8 @@ public final class OSThread: @unchecked Sendable {
 
     /// Whether the body has returned, and the tasks waiting for it to.
     private final class Completion: Sendable {
-        private let state = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        private let state = LockedValue<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+            (false, []))
 
         func finish() {
             let waiters = state.withLock { state in

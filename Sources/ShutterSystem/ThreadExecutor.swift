@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A serial executor with a thread of its own: an actor that uses it (`unownedExecutor`) runs
 /// there, never on the cooperative pool, so its blocking work (SQLite, fsync, opening devices)
 /// cannot starve the tasks that serve requests. `run` hands it plain closures too.
@@ -44,7 +42,7 @@ private final class WorkQueue: @unchecked Sendable {
         case closure(@Sendable () -> Void)
     }
 
-    private let state = Mutex<(work: [Work], closed: Bool)>(([], false))
+    private let state = LockedValue<(work: [Work], closed: Bool)>(([], false))
     private let wakeup = ThreadWakeup()
     var executor: UnownedSerialExecutor?
 

@@ -1,6 +1,5 @@
 import ShutterSystem
 import ShutterTestSupport
-import Synchronization
 import Testing
 
 @testable import ShutterCamera
@@ -176,7 +175,7 @@ import Testing
             TestPatternSource(mode: CameraMode(width: 64, height: 48, fps: 10), clock: clock))
         try box.source.start()
         #expect(try box.source.nextFrame().sequence == 1, "slot 0 is due at the start")
-        let frame = Mutex<RawFrame?>(nil)
+        let frame = LockedValue<RawFrame?>(nil)
         let reader = try OSThread.spawn(name: "test-pattern") {
             frame.withLock { $0 = try? box.source.nextFrame() }
         }

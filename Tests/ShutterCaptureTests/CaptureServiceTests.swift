@@ -149,7 +149,7 @@ import Testing
 
     @Test func theNoSignalFrameIsRedrawnAboutOnceASecond() async throws {
         let (capture, source, clock) = try makeCapture(reopenIntervalMilliseconds: 10_000)
-        let drawn = Mutex<[Int64]>([])
+        let drawn = LockedValue<[Int64]>([])
         capture.setFrameObserver { frame in
             if frame.sequence == 0 { drawn.withLock { $0.append(frame.wallMilliseconds) } }
         }

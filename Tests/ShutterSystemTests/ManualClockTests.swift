@@ -54,7 +54,7 @@ import Testing
     @Test func aThreadWaitEndsAtItsDeadlineOrAtASignal() async throws {
         let clock = ManualClock()
         let wakeup = ThreadWakeup()
-        let outcomes = Mutex<[Bool]>([])
+        let outcomes = LockedValue<[Bool]>([])
         let thread = try OSThread.spawn(name: "test-waiter") {
             let now = clock.monotonicNow()
             outcomes.withLock { $0.append(clock.wait(for: wakeup, until: now.advanced(by: 500_000_000))) }

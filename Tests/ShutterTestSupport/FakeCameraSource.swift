@@ -1,6 +1,5 @@
 import ShutterCamera
 import ShutterSystem
-import Synchronization
 
 /// A `CameraSource` that plays back scripted frames and errors at once, or paces generated
 /// frames on an injected clock, and counts how it was driven.
@@ -57,7 +56,7 @@ public final class FakeCameraSource: CameraSource, Sendable {
     }
 
     // Every method and counter takes this lock; nothing in it blocks.
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     /// A source that answers `nextFrame` from `script`, then as `whenExhausted` says; each `start`
     /// throws the next of `startFailures` until they run out. Paced frames follow `clock`.
@@ -71,7 +70,8 @@ public final class FakeCameraSource: CameraSource, Sendable {
         self.mode = mode
         self.whenExhausted = whenExhausted
         self.clock = clock
-        self.state = Mutex(State(script: script, startFailures: startFailures, whenExhausted: whenExhausted))
+        self.state = LockedValue(
+            State(script: script, startFailures: startFailures, whenExhausted: whenExhausted))
     }
 
     /// Appends steps to the script.

@@ -2,7 +2,6 @@ import ShutterCamera
 import ShutterCapture
 import ShutterJobRunner
 import ShutterSystem
-import Synchronization
 
 /// A `JobCamera` that answers at once: each frame is captured at the instant asked for (or now,
 /// if that has passed), until the test makes it fail.
@@ -14,7 +13,7 @@ public final class FakeJobCamera: JobCamera {
     }
 
     // Every member takes this lock; nothing in it blocks.
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let clock: any Clock
     public let cameraName: String
 

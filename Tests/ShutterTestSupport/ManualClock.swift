@@ -1,5 +1,4 @@
 import ShutterSystem
-import Synchronization
 
 /// A clock that only moves when a test moves it, so scheduling tests run on virtual time.
 ///
@@ -38,14 +37,14 @@ public final class ManualClock: Clock {
 
     // One lock for time and sleepers, so a sleeper registers and a test advances atomically
     // with respect to each other; continuations are resumed after it is released.
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     /// A clock at the given monotonic instant and wall time (default: 2026-11-30T04:40:00Z).
     public init(
         monotonic: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000),
         wallMillis: Int64 = 1_796_013_600_000
     ) {
-        state = Mutex(State(monotonic: monotonic.nanoseconds, wallNanoseconds: wallMillis * 1_000_000))
+        state = LockedValue(State(monotonic: monotonic.nanoseconds, wallNanoseconds: wallMillis * 1_000_000))
     }
 
     public func monotonicNow() -> MonotonicInstant {

@@ -1,5 +1,4 @@
 import ShutterSystem
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +16,7 @@ public final class ManualSerialQueue: SerialQueue {
     }
 
     // Guards the queue; tasks run after it is released, so they may queue more.
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     public init() {}
 

@@ -1,10 +1,9 @@
 import ShutterSystem
-import Synchronization
 
 /// A `Logger.Sink` that keeps every line, for asserting what was logged.
 public final class RecordingLogSink: Logger.Sink {
     // Written by whichever thread logs, read by the test afterwards.
-    private let recorded = Mutex<[String]>([])
+    private let recorded = LockedValue<[String]>([])
 
     public init() {}
 
