@@ -196,9 +196,13 @@ def encode_rates(seconds):
 
 
 def main():
+    global SHUTTERD
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--shutterd", default=SHUTTERD,
+                        help="the daemon to measure (default: this checkout's release build), e.g. an older build to compare")
     args = parser.parse_args()
+    SHUTTERD = args.shutterd
     results = {"camera": "emulated UVC, 1280x720, 30 fps"}
     for fmt, ours in (("MJPEG", "mjpeg"), ("YUYV", "yuyv")):
         theirs = measure_ustreamer(fmt, args.seconds)

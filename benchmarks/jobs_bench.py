@@ -128,11 +128,15 @@ def interval(shots):
 
 
 def main():
+    global SHUTTERD
     parser = argparse.ArgumentParser()
     parser.add_argument("--burst-seconds", type=int, default=60)
     parser.add_argument("--interval-shots", type=int, default=10000)
     parser.add_argument("--only", choices=["burst", "interval"])
+    parser.add_argument("--shutterd", default=SHUTTERD,
+                        help="the daemon to measure (default: this checkout's release build), e.g. an older build to compare")
     args = parser.parse_args()
+    SHUTTERD = args.shutterd
     results = {}
     if args.only in (None, "burst"):
         results["burst_1280x720_30fps"] = burst(args.burst_seconds)
