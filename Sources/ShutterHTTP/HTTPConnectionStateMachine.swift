@@ -416,10 +416,7 @@ struct HTTPConnectionStateMachine {
     /// The next thing to do, or nil when the connection waits for an event.
     mutating func nextAction(now: MonotonicInstant) -> Action? {
         if closed { return nil }
-        if streamStartPending, let stream {
-            streamStartPending = false
-            return .startStream(stream, unsentByteLimit: stream.unsentByteLimit)
-        }
+        if let start = takeStreamStart() { return start }
         if let reason = pendingClose { return close(reason) }
         if let body = streamToStop {
             streamToStop = nil
@@ -428,9 +425,17 @@ struct HTTPConnectionStateMachine {
         if readsLeft > 0 { return .read }
         if let action = parseRequests(now: now) { return action }
         if let action = queueReadyResponses() { return action }
+        // Started before its head is written, so it is watching for output when the client has the head.
+        if let start = takeStreamStart() { return start }
         if let action = nextWrite() { return action }
         if let action = finishIfDone(now: now) { return action }
         return updateInterest()
+    }
+
+    private mutating func takeStreamStart() -> Action? {
+        guard streamStartPending, let stream else { return nil }
+        streamStartPending = false
+        return .startStream(stream, unsentByteLimit: stream.unsentByteLimit)
     }
 
     /// The in-memory chunk at `index` of the send queue and the offset written so far, or nil

@@ -31,7 +31,9 @@ public final class RunningHTTPServer: @unchecked Sendable {
         configuration.logRequests = false
         configure(&configuration)
         self.clock = clock
-        loop = try EventLoop(tickMilliseconds: 50)
+        // Deadlines are checked when the test advances the clock, not by the loop's own timer,
+        // whose real-time ticks would run checks between the test's steps (and sample SIOCOUTQ).
+        loop = try EventLoop(tickMilliseconds: 3_600_000)
         server = HTTPServer(
             configuration: configuration, router: router, logger: Logger(label: "test", level: .error),
             loop: loop, clock: clock)
@@ -94,9 +96,22 @@ public final class RunningHTTPServer: @unchecked Sendable {
             untilMonotonic: SystemClock().monotonicNow().advanced(by: UInt64(seconds) * 1_000_000_000))
     }
 
-    /// Shuts the server down gracefully and waits for the loop thread.
+    /// Shuts the server down and waits for the loop thread.
+    ///
+    /// A client still connected (in a lingering close, or owed a response) would hold a graceful
+    /// shutdown until the grace period ends, which on the virtual clock is never: after starting
+    /// the shutdown this moves the clock past the grace, so the server closes what is left. A test
+    /// of the shutdown itself waits for it with `waitForShutdown` before calling this.
     public func stop() {
         beginShutdown()
+        let server = self.server
+        let clock = self.clock
+        // Queued after the shutdown, so the grace's deadline is already set when the clock moves.
+        // Not waited for: the loop may have stopped already, and then it never runs.
+        loop.execute {
+            clock.advance(by: UInt64(server.configuration.shutdownGraceMilliseconds + 1) * 1_000_000)
+            server.checkDeadlines()
+        }
         thread.join()
     }
 }
