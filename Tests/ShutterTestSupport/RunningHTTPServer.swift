@@ -245,9 +245,10 @@ extension Array where Element == UInt8 {
 public func onDedicatedThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         do {
-            _ = try OSThread.spawn(name: "test-blocking") {
+            // Detached: nobody joins it, and it ends right after resuming the test.
+            try OSThread.spawn(name: "test-blocking") {
                 continuation.resume(with: Result { try body() })
-            }
+            }.detach()
         } catch {
             continuation.resume(throwing: error)
         }
