@@ -216,9 +216,6 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         } catch {}
     }
 
-    /// Whether the server is draining for shutdown.
-    var isShuttingDown: Bool { shutdownCompletion != nil }
-
     /// Enforces every deadline against `clock` now: the loop's timer runs this on every tick, and a
     /// test that advanced a `ManualClock` runs it through `loop.execute`. Call on the loop thread.
     public func checkDeadlines() {
