@@ -37,12 +37,18 @@ enum HTTPResponseHead {
 }
 
 /// The `Date` header value, formatted at most once a second.
+///
+/// Ownership: one per server, used only on the server's loop thread.
 final class HTTPDateCache {
+    private let clock: any Clock
     private var second: Int64 = -1
     private var cached = ""
 
-    /// The IMF-fixdate for now.
-    func current(clock: SystemClock = SystemClock()) -> String {
+    /// A cache reading the wall time of `clock`.
+    init(clock: any Clock) { self.clock = clock }
+
+    /// The IMF-fixdate (RFC 9110 §5.6.7) for now.
+    func current() -> String {
         let now = clock.wallMillisecondsNow() / 1000
         if now != second {
             second = now

@@ -13,18 +13,26 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     public let loop: EventLoop
     let router: Router
     let logger: Logger
-    let clock = SystemClock()
-    let dateCache = HTTPDateCache()
+    /// Every timeout (request, idle, write, stream stall, linger, shutdown grace, rejected-connection
+    /// drain) and the `Date` header are decided on this clock.
+    let clock: any Clock
+    let dateCache: HTTPDateCache
+    let requestIDs = HTTPRequestIDGenerator()
 
     private var listenDescriptor: Int32 = -1
     private var connections: [Int32: HTTPConnection] = [:]
     /// Connections refused over the limit, drained briefly so the 503 is not destroyed by a reset.
     private var rejected: [Int32: RejectedConnection] = [:]
-    private var nextRequestID: UInt64 = 1
     private var shutdownCompletion: (() -> Void)?
     private var shutdownDeadline: MonotonicInstant?
     /// Scratch buffer for reads, shared by all connections (only one runs at a time on the loop).
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// Scratch vectors for `sendmsg`, shared the same way.
+    let ioVectors = UnsafeMutableBufferPointer<iovec>.allocate(
+        capacity: HTTPConnectionStateMachine.maxChunksPerWrite)
+    /// The last failure logged for each socket call whose failure does not stop the server; a
+    /// repeating failure is logged once, until the call succeeds again or fails differently.
+    private var loggedFailures: [SocketCall: SystemError] = [:]
     /// Set while accepting is paused for lack of descriptors.
     private var acceptPausedBy: SystemError?
     /// The accept failure already logged; cleared by the next successful accept, so an
@@ -33,14 +41,23 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort: Int = 0
 
-    public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger, loop: EventLoop) {
+    /// A server that will listen as `configuration` says, run on `loop`, and time everything on `clock`.
+    public init(
+        configuration: HTTPServerConfiguration, router: Router, logger: Logger, loop: EventLoop,
+        clock: any Clock = SystemClock()
+    ) {
         self.configuration = configuration
         self.router = router
         self.logger = logger
         self.loop = loop
+        self.clock = clock
+        dateCache = HTTPDateCache(clock: clock)
     }
 
-    deinit { readBuffer.deallocate() }
+    deinit {
+        readBuffer.deallocate()
+        ioVectors.deallocate()
+    }
 
     /// Number of open connections.
     public var connectionCount: Int { connections.count }
@@ -71,7 +88,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
             throw error
         }
         listenDescriptor = descriptor
-        loop.onTick = { [unowned self] in self.tick() }
+        loop.onTick = { [unowned self] in self.checkDeadlines() }
     }
 
     /// Stops accepting, lets in-flight responses finish, then closes every connection and calls `completion`.
@@ -116,8 +133,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 rejectOverLimit(descriptor)
                 continue
             }
-            var one: Int32 = 1
-            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            disableNagle(descriptor)
             let connection = HTTPConnection(descriptor: descriptor, server: self)
             do {
                 try loop.register(
@@ -129,10 +145,38 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// A request ID unique for this process, for logs and the `X-Request-Id` header.
-    func makeRequestID() -> UInt64 {
-        defer { nextRequestID += 1 }
-        return nextRequestID
+    /// Sends small responses at once (`TCP_NODELAY`, tcp(7)): a response head written apart
+    /// from its body would otherwise wait for the client's delayed ACK.
+    private func disableNagle(_ descriptor: Int32) {
+        var one: Int32 = 1
+        do {
+            _ = try syscall("setsockopt(TCP_NODELAY)") {
+                setsockopt(
+                    descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
+            socketCallSucceeded(.noDelay)
+        } catch let error as SystemError {
+            // The connection still works, only slower: serve it, and say so once.
+            socketCallFailed(.noDelay, error, "serving a connection with Nagle's algorithm on")
+        } catch {}
+    }
+
+    /// Socket calls whose failures are logged once until they change.
+    enum SocketCall: Hashable {
+        case noDelay, unsentByteLimit, connectionInterest, acceptInterest
+    }
+
+    /// Logs `error` from `call` unless it is the failure already logged for that call.
+    func socketCallFailed(_ call: SocketCall, _ error: SystemError, _ consequence: String) {
+        guard loggedFailures[call] != error else { return }
+        loggedFailures[call] = error
+        logger.error(consequence, ["error": error.description])
+    }
+
+    /// Forgets the failure logged for `call`, so the next one is logged again.
+    func socketCallSucceeded(_ call: SocketCall) {
+        // Nearly always empty: a cheap test on the per-connection path.
+        if !loggedFailures.isEmpty { loggedFailures[call] = nil }
     }
 
     /// Called by a connection once it has closed its descriptor.
@@ -150,19 +194,32 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 ["error": error.description])
         }
         acceptPausedBy = error
-        try? loop.modify(listenDescriptor, events: 0)
+        do {
+            try loop.modify(listenDescriptor, events: 0)
+            socketCallSucceeded(.acceptInterest)
+        } catch let error as SystemError {
+            // The listening socket stays watched and wakes the loop again at once; accepting
+            // fails the same way until descriptors free up, which is all that can be done.
+            socketCallFailed(.acceptInterest, error, "could not pause accepting")
+        } catch {}
     }
 
     private func resumeAccepting() {
         guard acceptPausedBy != nil, listenDescriptor >= 0 else { return }
-        acceptPausedBy = nil
-        try? loop.modify(listenDescriptor, events: cshutter_epollin())
+        do {
+            try loop.modify(listenDescriptor, events: cshutter_epollin())
+            socketCallSucceeded(.acceptInterest)
+            acceptPausedBy = nil
+        } catch let error as SystemError {
+            // Still paused: the next tick or closed connection tries again.
+            socketCallFailed(.acceptInterest, error, "could not resume accepting; retrying on the next tick")
+        } catch {}
     }
 
-    /// Whether the server is draining for shutdown.
-    var isShuttingDown: Bool { shutdownCompletion != nil }
-
-    private func tick() {
+    /// Enforces every deadline against `clock` now: the loop's timer runs this on every tick, and a
+    /// test that advanced a `ManualClock` runs it through `loop.execute`. Call on the loop thread.
+    public func checkDeadlines() {
+        assert(loop.inEventLoop)
         let now = clock.monotonicNow()
         resumeAccepting()
         for connection in Array(connections.values) { connection.checkDeadlines(now: now) }
@@ -170,7 +227,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
             closeRejected(rejection.descriptor)
         }
         if let deadline = shutdownDeadline, now >= deadline {
-            for connection in Array(connections.values) { connection.close() }
+            for connection in Array(connections.values) { connection.closeNow() }
         }
     }
 
@@ -186,19 +243,36 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
             "{\"error\":\"service unavailable\",\"detail\":\"too many connections; try again later\"}\n"
         let response =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
-        var bytes = Array(response.utf8)
-        // Best effort on a fresh socket whose send buffer is empty; no waiting.
-        _ = Glibc.send(descriptor, &bytes, bytes.count, Int32(MSG_NOSIGNAL))
         logger.warning(
             "connection refused: over limit", ["max_connections": String(configuration.maxConnections)])
+        // One try on a fresh socket whose send buffer is empty; no waiting. If it fails (the
+        // client reset already) or would block, there is no answer to protect: close at once.
+        var sent = false
+        do {
+            let bytes = Array(response.utf8)
+            let result = try bytes.withUnsafeBytes { raw in
+                try nonBlockingSyscall("send") {
+                    Glibc.send(descriptor, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                }
+            }
+            if case .processed = result { sent = true }
+        } catch {
+            sent = false
+        }
         // Closing with the client's request unread would make the kernel answer with a
         // reset that can destroy the 503 in flight: half-close and drain for a moment
         // instead, but never hold more than a few such sockets.
-        guard rejected.count < 64 else {
+        guard sent, rejected.count < 64 else {
             closeDescriptor(descriptor)
             return
         }
-        Glibc.shutdown(descriptor, Int32(SHUT_WR))
+        do {
+            _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+        } catch {
+            // ENOTCONN: the client is gone; nothing left to drain.
+            closeDescriptor(descriptor)
+            return
+        }
         let rejection = RejectedConnection(
             descriptor: descriptor, deadline: clock.monotonicNow().advanced(by: 1_000_000_000),
             onFinished: { [unowned self] in self.closeRejected(descriptor) })
@@ -232,7 +306,15 @@ private final class RejectedConnection: EventLoopHandler {
 
     func handleEvents(_ events: UInt32) {
         var scratch = [UInt8](repeating: 0, count: 4096)
-        let n = scratch.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { onFinished() }
+        do {
+            let result = try scratch.withUnsafeMutableBytes { buffer in
+                try nonBlockingSyscall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+            }
+            // The client closed: the 503 has reached it or never will.
+            if case .processed(0) = result { onFinished() }
+        } catch {
+            // A reset: nothing more to drain.
+            onFinished()
+        }
     }
 }

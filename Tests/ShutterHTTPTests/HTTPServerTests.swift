@@ -7,27 +7,33 @@ import Testing
     import Glibc
 #endif
 
-/// The server over real sockets on 127.0.0.1, without the daemon.
+/// The server over real sockets on 127.0.0.1, without the daemon: what only a real socket
+/// shows (sendfile, a slow reader's socket buffers, the kernel's view of open files), with
+/// handlers that wait at gates the test opens instead of sleeping. The decisions themselves are
+/// tested byte by byte in `HTTPConnectionStateMachineTests`.
 @Suite struct HTTPServerTests {
-    private static func router() -> Router {
+    /// `gates[n]` holds `GET /gated?n=n`; `finished` counts gated handlers that have returned;
+    /// `files` counts `GET /file` dispatches.
+    private static func router(
+        gates: [HandlerGate] = [], finished: HandlerGate = HandlerGate(), files: HandlerGate = HandlerGate()
+    ) -> Router {
         var router = Router()
         router.add(.get, "/hello", .immediate { _, _ in HTTPResponse(body: .bytes(Array("hello".utf8))) })
+        router.add(.get, "/big", .immediate { _, _ in HTTPResponse(body: .bytes(bigBody)) })
         router.add(
-            .get, "/big",
-            .immediate { request, _ in
-                let size = Int(request.queryValue("size") ?? "0") ?? 0
-                return HTTPResponse(body: .bytes((0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) }))
-            })
-        router.add(
-            .get, "/slow",
+            .get, "/gated",
             .task { request, _ in
-                // Finishes after later pipelined requests: responses must still come in order.
-                try await Task.sleep(for: .milliseconds(Int(request.queryValue("ms") ?? "50") ?? 50))
-                return HTTPResponse(body: .bytes(Array("slow".utf8)))
+                // Finishes when the test says: responses must still come in request order.
+                let n = Int(request.queryValue("n") ?? "0") ?? 0
+                await gates[n].pass()
+                finished.arrive()
+                return HTTPResponse(body: .bytes(Array("gated \(n)".utf8)))
             })
+        router.add(.get, "/later", .task { _, _ in HTTPResponse(body: .bytes(Array("later".utf8))) })
         router.add(
             .get, "/file",
             .immediate { _, _ in
+                files.arrive()
                 let descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
                 return HTTPResponse(
                     body: .file(
@@ -53,20 +59,31 @@ import Testing
         return router
     }
 
+    /// 8 MB, far beyond the socket buffers; built once, by the test, not on the loop (a debug
+    /// build takes seconds to, and the loop would serve nobody meanwhile).
+    private static let bigBody = (0..<8 * 1024 * 1024).map { UInt8(truncatingIfNeeded: $0 * 7) }
+
     @Test func pipelinedResponsesComeInRequestOrder() async throws {
         try await onDedicatedThread {
-            let running = try RunningHTTPServer(router: Self.router())
+            let gates = [HandlerGate(), HandlerGate()]
+            let finished = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(gates: gates, finished: finished))
             defer { running.stop() }
             let socket = try TestSocket(port: running.port)
             try socket.send(
-                "GET /slow?ms=80 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
-                    + "GET /slow?ms=10 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+                "GET /gated?n=0 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /gated?n=1 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
             )
+            #expect(gates[0].waitForArrivals(1) && gates[1].waitForArrivals(1))
+            // The second slow request finishes first, and its answer reaches the loop first.
+            gates[1].open()
+            #expect(finished.waitForArrivals(1))
+            gates[0].open()
             var bodies: [String] = []
             while let response = socket.readResponse() {
                 bodies.append(String(decoding: response.body, as: UTF8.self))
             }
-            #expect(bodies == ["slow", "hello", "slow", "hello"])
+            #expect(bodies == ["gated 0", "hello", "gated 1", "hello"])
         }
     }
 
@@ -74,17 +91,31 @@ import Testing
         try await onDedicatedThread {
             let running = try RunningHTTPServer(router: Self.router())
             defer { running.stop() }
-            // 8 MB is far beyond the socket buffers: the server must queue and resume on EPOLLOUT.
-            let size = 8 * 1024 * 1024
+            // The server must queue the body and resume on EPOLLOUT.
+            let body = Self.bigBody
             let slowReader = try TestSocket(port: running.port, receiveBuffer: 4096)
-            try slowReader.send("GET /big?size=\(size) HTTP/1.1\r\nHost: t\r\n\r\n")
+            try slowReader.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
             // While that response is stuck, another client is served at once.
             let other = try TestSocket(port: running.port)
             try other.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(other.readResponse()?.body == Array("hello".utf8))
             let response = try #require(slowReader.readResponse())
-            #expect(response.body.count == size)
-            #expect(response.body == (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) })
+            #expect(response.body == body)
+        }
+    }
+
+    @Test func fileBodiesAreSentFromTheFile() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /file HTTP/1.1\r\nHost: t\r\n\r\nGET /file HTTP/1.1\r\nHost: t\r\n\r\n")
+            let descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
+            defer { closeDescriptor(descriptor) }
+            var expected = [UInt8](repeating: 0, count: 4096)
+            #expect(expected.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 4096) } == 4096)
+            #expect(socket.readResponse()?.body == expected)
+            #expect(socket.readResponse()?.body == expected)
         }
     }
 
@@ -149,62 +180,73 @@ import Testing
         }
     }
 
-    @Test func idleConnectionsAreClosed() async throws {
+    @Test func idleConnectionsAreClosedOnTheServersClock() async throws {
         try await onDedicatedThread {
             let running = try RunningHTTPServer(router: Self.router()) { $0.idleTimeoutMilliseconds = 150 }
             defer { running.stop() }
             let socket = try TestSocket(port: running.port)
             try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(socket.readResponse()?.status == 200)
-            // The server closes the idle connection: the read ends instead of timing out after 5 s.
-            let start = SystemClock().monotonicNow()
-            #expect(socket.readToEnd().isEmpty)
-            #expect(SystemClock().monotonicNow().nanoseconds(since: start) < 3_000_000_000)
+            running.advance(byMilliseconds: 150)
+            #expect(running.connectionCount == 1)
+            running.advance(byMilliseconds: 1)
+            // The server closed it: the read ends with nothing, instead of timing out.
+            #expect(socket.readUntilClosed() == [])
         }
     }
 
     @Test func shutdownWaitsForInFlightResponses() async throws {
         try await onDedicatedThread {
-            let running = try RunningHTTPServer(router: Self.router())
+            let gate = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(gates: [gate]))
             let socket = try TestSocket(port: running.port)
-            try socket.send("GET /slow?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n")
-            usleep(50000)
-            running.stop()
+            try socket.send("GET /gated?n=0 HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(gate.waitForArrivals(1))
+            running.beginShutdown()
+            gate.open()
             let raw = String(decoding: socket.readToEnd(), as: UTF8.self)
             #expect(raw.hasPrefix("HTTP/1.1 200 OK"))
             #expect(raw.contains("Connection: close"))
-            #expect(raw.hasSuffix("slow"))
+            #expect(raw.hasSuffix("gated 0"))
+            running.stop()
         }
     }
 
     @Test func thousandsOfPipelinedRequestsBehindSlowOnesAreAllAnsweredInOrder() async throws {
         try await onDedicatedThread {
-            let running = try RunningHTTPServer(router: Self.router())
+            let gate = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(gates: [gate]))
             defer { running.stop() }
             let socket = try TestSocket(port: running.port)
             // Sixteen slow task requests fill the pipeline, then thousands of immediate ones
             // wait in the parser's buffer: draining them must neither recurse nor stall.
-            var stream = String(repeating: "GET /slow?ms=30 HTTP/1.1\r\nHost: t\r\n\r\n", count: 16)
+            var stream = String(repeating: "GET /gated?n=0 HTTP/1.1\r\nHost: t\r\n\r\n", count: 16)
             stream += String(repeating: "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", count: 5000)
             stream += "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
             try socket.send(stream)
+            #expect(gate.waitForArrivals(16))
+            gate.open()
             var bodies: [String] = []
             while let response = socket.readResponse() {
                 bodies.append(String(decoding: response.body, as: UTF8.self))
             }
             #expect(bodies.count == 5017)
-            #expect(bodies.prefix(16).allSatisfy { $0 == "slow" })
+            #expect(bodies.prefix(16).allSatisfy { $0 == "gated 0" })
             #expect(bodies.dropFirst(16).allSatisfy { $0 == "hello" })
         }
     }
 
     @Test func aClientThatNeverReadsCannotMakeTheServerHoldFilesWithoutBound() async throws {
         try await onDedicatedThread {
-            let running = try RunningHTTPServer(router: Self.router())
+            let files = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(files: files))
             defer { running.stop() }
             let socket = try TestSocket(port: running.port, receiveBuffer: 4096)
             try socket.send(String(repeating: "GET /file HTTP/1.1\r\nHost: t\r\n\r\n", count: 2000))
-            usleep(300_000)
+            // The pipeline is full once sixteen are dispatched; the loop round trip lets the server
+            // finish the read that dispatched them (where an unbounded one would open the rest).
+            #expect(files.waitForArrivals(16))
+            running.onLoop {}
             // At most one open file per pipelined slot, not one per request sent.
             let held = openFilesOfThisExecutable()
             #expect(held <= 16 + 1, "held \(held) files")
@@ -223,8 +265,7 @@ import Testing
             let running = try RunningHTTPServer(router: Self.router())
             defer { running.stop() }
             let socket = try TestSocket(port: running.port)
-            try socket.send(
-                String(repeating: "GET /slow?ms=5 HTTP/1.1\r\nHost: t\r\n\r\n", count: 40))
+            try socket.send(String(repeating: "GET /later HTTP/1.1\r\nHost: t\r\n\r\n", count: 40))
             shutdown(socket.descriptor, Int32(SHUT_WR))
             var count = 0
             while socket.readResponse() != nil { count += 1 }
@@ -234,17 +275,23 @@ import Testing
 
     @Test func shutdownAnswersEveryRequestAlreadyStarted() async throws {
         try await onDedicatedThread {
-            let running = try RunningHTTPServer(router: Self.router())
+            let gate = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(gates: [gate]))
             let socket = try TestSocket(port: running.port)
-            try socket.send(String(repeating: "GET /slow?ms=100 HTTP/1.1\r\nHost: t\r\n\r\n", count: 4))
-            usleep(20000)
-            running.stop()
+            try socket.send(String(repeating: "GET /gated?n=0 HTTP/1.1\r\nHost: t\r\n\r\n", count: 4))
+            #expect(gate.waitForArrivals(4))
+            running.beginShutdown()
+            gate.open()
             var heads: [String] = []
             while let response = socket.readResponse() { heads.append(response.head) }
             #expect(heads.count == 4)
             // Only the last one announces the close.
             #expect(heads.last?.contains("Connection: close") == true)
             #expect(heads.dropLast().allSatisfy { !$0.contains("Connection: close") })
+            // The server lingers for the client's close, then the shutdown completes.
+            shutdown(socket.descriptor, Int32(SHUT_RDWR))
+            #expect(running.waitForShutdown())
+            running.stop()
         }
     }
 }

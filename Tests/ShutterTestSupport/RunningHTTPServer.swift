@@ -1,5 +1,6 @@
 import ShutterHTTP
 import ShutterSystem
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -7,33 +8,110 @@ import ShutterSystem
 
 /// An `HTTPServer` on 127.0.0.1 and a free port, its loop on its own thread, for tests
 /// that want real sockets without the whole daemon.
+///
+/// Its timeouts run on `clock`, a `ManualClock`: nothing times out unless the test calls
+/// `advance(by:)`, which moves the clock and runs the deadline checks on the loop.
 public final class RunningHTTPServer: @unchecked Sendable {
     // @unchecked Sendable: `server` is only touched on the loop thread after start.
     public let loop: EventLoop
     public let server: HTTPServer
+    /// The clock every server timeout is decided on.
+    public let clock: ManualClock
     private let thread: OSThread
+    private let shutDown = ThreadWakeup()
+    private let shutdownStarted = Atomic<Bool>(false)
     public let port: Int
 
-    public init(router: Router, configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws {
+    public init(
+        router: Router, clock: ManualClock = ManualClock(),
+        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+    ) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.logRequests = false
         configure(&configuration)
-        loop = try EventLoop(tickMilliseconds: 50)
+        self.clock = clock
+        // Deadlines are checked when the test advances the clock, not by the loop's own timer,
+        // whose real-time ticks would run checks between the test's steps (and sample SIOCOUTQ).
+        loop = try EventLoop(tickMilliseconds: 3_600_000)
         server = HTTPServer(
             configuration: configuration, router: router, logger: Logger(label: "test", level: .error),
-            loop: loop)
+            loop: loop, clock: clock)
         try server.start()
         port = server.boundPort
         let loop = self.loop
         thread = try OSThread.spawn(name: "test-loop") { loop.run() }
     }
 
-    /// Shuts the server down gracefully and waits for the loop thread.
-    public func stop() {
+    /// Runs `body` on the loop thread and returns its result once it has run.
+    ///
+    /// Everything the loop was doing when this was called (the event it was handling) is done
+    /// by then, so this also serves as "the server has caught up".
+    @discardableResult
+    public func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = ThreadWakeup()
+        loop.execute {
+            let value = body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        // No time limit: the loop runs queued work promptly unless the server is broken, and
+        // a hung test is reported by the runner.
+        _ = done.wait(untilMonotonic: nil)
+        return result.withLock { $0! }
+    }
+
+    /// Moves the clock forward and runs the server's deadline checks on the loop, then returns.
+    public func advance(byMilliseconds milliseconds: Int) {
+        clock.advance(by: UInt64(milliseconds) * 1_000_000)
+        let server = self.server
+        onLoop { server.checkDeadlines() }
+    }
+
+    /// The server's open connections, read on the loop thread that owns them.
+    public var connectionCount: Int {
+        let server = self.server
+        return onLoop { server.connectionCount }
+    }
+
+    /// Starts a graceful shutdown and returns without waiting for it.
+    public func beginShutdown() {
+        guard !shutdownStarted.exchange(true, ordering: .relaxed) else { return }
         let server = self.server
         let loop = self.loop
-        loop.execute { server.shutdown { loop.stop() } }
+        let shutDown = self.shutDown
+        loop.execute {
+            server.shutdown {
+                shutDown.signal()
+                loop.stop()
+            }
+        }
+    }
+
+    /// Blocks until the shutdown has completed; false if `seconds` pass first (a safety limit for
+    /// a shutdown that is held, which is what a test of it checks).
+    public func waitForShutdown(seconds: Int = 5) -> Bool {
+        shutDown.wait(
+            untilMonotonic: SystemClock().monotonicNow().advanced(by: UInt64(seconds) * 1_000_000_000))
+    }
+
+    /// Shuts the server down and waits for the loop thread.
+    ///
+    /// A client still connected (in a lingering close, or owed a response) would hold a graceful
+    /// shutdown until the grace period ends, which on the virtual clock is never: after starting
+    /// the shutdown this moves the clock past the grace, so the server closes what is left. A test
+    /// of the shutdown itself waits for it with `waitForShutdown` before calling this.
+    public func stop() {
+        beginShutdown()
+        let server = self.server
+        let clock = self.clock
+        // Queued after the shutdown, so the grace's deadline is already set when the clock moves.
+        // Not waited for: the loop may have stopped already, and then it never runs.
+        loop.execute {
+            clock.advance(by: UInt64(server.configuration.shutdownGraceMilliseconds + 1) * 1_000_000)
+            server.checkDeadlines()
+        }
         thread.join()
     }
 }
@@ -87,6 +165,35 @@ public final class TestSocket {
         }
     }
 
+    /// Reads until the peer closes and returns what came before; nil if the receive timeout passes
+    /// first (so a test can tell a server that closed from one that did nothing).
+    public func readUntilClosed() -> [UInt8]? {
+        var result: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return result }
+            if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? nil : result }
+            result += buffer[0..<n]
+        }
+    }
+
+    /// The local port of this client's socket (to find the server's end of the connection).
+    public var localPort: Int { Self.port(of: descriptor, peer: false) }
+
+    /// The local (or, with `peer`, the remote) port of an IPv4 socket; 0 if it has none.
+    public static func port(of descriptor: Int32, peer: Bool) -> Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                peer ? getpeername(descriptor, sa, &length) : getsockname(descriptor, sa, &length)
+            }
+        }
+        guard result == 0, address.sin_family == sa_family_t(AF_INET) else { return 0 }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Reads exactly `count` bytes, or fewer if the peer closes first.
     public func read(count: Int) -> [UInt8] {
         var result: [UInt8] = []
@@ -138,9 +245,10 @@ extension Array where Element == UInt8 {
 public func onDedicatedThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         do {
-            _ = try OSThread.spawn(name: "test-blocking") {
+            // Detached: nobody joins it, and it ends right after resuming the test.
+            try OSThread.spawn(name: "test-blocking") {
                 continuation.resume(with: Result { try body() })
-            }
+            }.detach()
         } catch {
             continuation.resume(throwing: error)
         }
