@@ -26,7 +26,7 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
     public let tickMilliseconds: Int
 
     // Reads and writes: lock only; the loop drains it after each eventfd wake-up.
-    private let pendingTasks = Mutex<[@Sendable () -> Void]>([])
+    private let pendingTasks = LockedValue<[@Sendable () -> Void]>([])
 
     // The fields below are owned by the loop thread: read and written only there.
     private var registrations: [Int32: Registration] = [:]

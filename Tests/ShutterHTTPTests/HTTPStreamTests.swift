@@ -185,7 +185,7 @@ private final class Counter: Sendable {
             let socket = try TestSocket(port: running.port)
             try socket.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
             // A client that reads everything and closes when the server does.
-            let received = Mutex<[UInt8]>([])
+            let received = LockedValue<[UInt8]>([])
             let descriptor = socket.descriptor
             let reader = try OSThread.spawn(name: "reader") {
                 var buffer = [UInt8](repeating: 0, count: 4096)

@@ -1,5 +1,4 @@
 import ShutterSystem
-import Synchronization
 
 /// A gate that request handlers wait at until the test opens it, so a test decides the order
 /// in which handlers finish instead of guessing it with sleeps; the test can also wait until a
@@ -12,7 +11,7 @@ public final class HandlerGate: Sendable {
     }
 
     // One lock for the state; continuations are resumed after it is released.
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let arrived = ThreadWakeup()
 
     public init() {}

@@ -49,7 +49,7 @@ public final class RunningHTTPServer: @unchecked Sendable {
     /// by then, so this also serves as "the server has caught up".
     @discardableResult
     public func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
-        let result = Mutex<T?>(nil)
+        let result = LockedValue<T?>(nil)
         let done = ThreadWakeup()
         loop.execute {
             let value = body()

@@ -1,4 +1,3 @@
-import ShutterCamera
 import ShutterSystem
 
 /// Lists the V4L2 capture devices for `/cameras` on a thread of its own: opening each node and
