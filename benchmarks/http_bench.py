@@ -28,9 +28,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start_daemon(binary, data_dir, args):
+def start_daemon(binary, data_dir, args, defaults=False):
+    """Starts shutterd tuned for measuring (no access log), or with `defaults` as a user runs it
+    (the access log on, one line per request to stderr, which a pipe here drains as journald would)."""
+    tuning = [] if defaults else ["--access-log", "false"]
     process = subprocess.Popen(
-        [binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--access-log", "false", *args],
+        [binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir, *tuning, *args],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for raw in process.stderr:
         match = re.search(rb"listening .*address=[^ ]*:(\d+)", raw)
@@ -122,11 +125,34 @@ http {{
         finally:
             nginx.send_signal(signal.SIGQUIT)
             nginx.wait(10)
+        stop(daemon)
+        daemon = None
+        defaults = media_default_configuration(binary, work, duration)
         return {"bytes": record["bytes"], "shutterd": ours, "nginx": theirs, "shutterd_again": ours2,
-                "ratio": round(((ours["rps"] + ours2["rps"]) / 2) / theirs["rps"], 3)}
+                "ratio": round(((ours["rps"] + ours2["rps"]) / 2) / theirs["rps"], 3),
+                "shutterd_default_configuration": defaults,
+                "ratio_default_configuration": round(defaults["rps"] / theirs["rps"], 3)}
+    finally:
+        if daemon:
+            stop(daemon)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def media_default_configuration(binary, work, duration):
+    """The same measurement with shutterd as it starts without options: the access log on."""
+    daemon, port = start_daemon(binary, os.path.join(work, "data-default"), ["--size", "1920x1080", "--quality", "75"],
+                                defaults=True)
+    try:
+        record, _ = post_snap(port)
+        url = f"http://127.0.0.1:{port}/media/{record['id']}.jpg"
+        wrk(url, 64, 2)
+        cpu0 = cpu_seconds(daemon.pid)
+        result = wrk(url, 64, duration)
+        result["cpu_s"] = cpu_seconds(daemon.pid) - cpu0
+        result["bytes"] = record["bytes"]
+        return result
     finally:
         stop(daemon)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def library_listing(binary, duration, pictures=10000):
