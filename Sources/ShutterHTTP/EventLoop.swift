@@ -37,6 +37,9 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
     /// Runs on the loop thread on every tick.
     public var onTick: (() -> Void)?
+    /// Runs on the loop thread once the events of one wake-up are handled, before it waits again
+    /// (the access log writes its batch here).
+    public var afterEvents: (() -> Void)?
 
     private struct Registration {
         let generation: UInt32
@@ -150,8 +153,10 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
                 }
                 registration.handler.handleEvents(event.events)
             }
+            afterEvents?()
         }
         runPendingTasks()
+        afterEvents?()
     }
 
     /// Makes `run()` return after the current iteration; safe from any thread.

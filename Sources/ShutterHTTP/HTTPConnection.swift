@@ -296,14 +296,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func logAccess(_ entry: HTTPConnectionStateMachine.AccessLogEntry) {
-        let elapsed = server.clock.monotonicNow().nanoseconds(since: entry.startedAt)
-        server.logger.info(
-            "request",
-            [
-                "request_id": String(entry.requestID), "method": entry.method.rawValue,
-                "target": entry.target,
-                "status": String(entry.status), "bytes": String(entry.bytes),
-                "duration_ms": Timestamp.thousandths(elapsed / 1000),
-            ])
+        server.accessLog.record(
+            requestID: entry.requestID, method: entry.method, target: entry.target, status: entry.status,
+            bytes: entry.bytes, startedAt: entry.startedAt)
     }
 }

@@ -17,6 +17,8 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// drain) and the `Date` header are decided on this clock.
     let clock: any Clock
     let dateCache: HTTPDateCache
+    /// Request lines, written in a batch once the loop has handled its events.
+    let accessLog: AccessLog
     let requestIDs = HTTPRequestIDGenerator()
 
     private var listenDescriptor: Int32 = -1
@@ -52,6 +54,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         self.loop = loop
         self.clock = clock
         dateCache = HTTPDateCache(clock: clock)
+        accessLog = AccessLog(logger: logger, clock: clock)
     }
 
     deinit {
@@ -89,6 +92,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         }
         listenDescriptor = descriptor
         loop.onTick = { [unowned self] in self.checkDeadlines() }
+        loop.afterEvents = { [unowned self] in self.accessLog.flush() }
     }
 
     /// Stops accepting, lets in-flight responses finish, then closes every connection and calls `completion`.

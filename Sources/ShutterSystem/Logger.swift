@@ -18,7 +18,11 @@ public struct Logger: Sendable {
 
     /// Where log lines go; tests swap in a recorder.
     public protocol Sink: Sendable {
+        /// Writes one line (without its newline).
         func write(_ line: String)
+        /// Writes complete lines, each ending in a newline, as UTF-8: a batch from a thread that
+        /// logs often (the access log), so that it costs one system call, not one a line.
+        func write(lines: [UInt8])
     }
 
     /// The module or component, such as `shutter.http`.
@@ -48,15 +52,26 @@ public struct Logger: Sendable {
         _ metadata: @autoclosure () -> [String: String] = [:]
     ) {
         guard level >= logLevel else { return }
-        var line =
-            "\(Timestamp.iso8601(millisecondsSince1970: SystemClock().wallMillisecondsNow())) \(level.rawValue) \(label): \(message())"
+        var line: [UInt8] = []
+        LogLine.appendHead(
+            to: &line,
+            timestamp: LogLine.timestamp(millisecondsSince1970: SystemClock().wallMillisecondsNow()),
+            level: level, label: label, message: message())
         let extra = metadata()
         for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: {
             $0.key < $1.key
         }) {
-            line += " \(key)=\(Self.quoteIfNeeded(value))"
+            LogLine.appendField(to: &line, key: key, value: value)
         }
-        sink.write(line)
+        sink.write(String(decoding: line, as: UTF8.self))
+    }
+
+    /// Whether events at `level` are written.
+    public func isEnabled(_ level: Level) -> Bool { level >= logLevel }
+
+    /// Hands complete lines, each ending in a newline, to the sink in one piece.
+    public func write(lines: [UInt8]) {
+        sink.write(lines: lines)
     }
 
     public func trace(
@@ -89,22 +104,28 @@ public struct Logger: Sendable {
     ) {
         log(.error, message(), metadata())
     }
+}
 
-    private static func quoteIfNeeded(_ value: String) -> String {
-        if value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) {
-            return "\"" + value.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+extension Logger.Sink {
+    /// Splits the batch and writes its lines one by one.
+    public func write(lines: [UInt8]) {
+        for line in lines.split(separator: UInt8(ascii: "\n")) {
+            write(String(decoding: line, as: UTF8.self))
         }
-        return value
     }
 }
 
-/// Writes each line to stderr with one `write` call, so lines from threads never interleave.
+/// Writes each line, or each batch of lines, to stderr with one `write` call, so lines from
+/// threads never interleave.
 public final class StandardErrorSink: Logger.Sink {
     public static let shared = StandardErrorSink()
 
     public func write(_ line: String) {
-        var bytes = Array((line + "\n").utf8)
-        bytes.withUnsafeMutableBytes { buffer in
+        write(lines: Array((line + "\n").utf8))
+    }
+
+    public func write(lines: [UInt8]) {
+        lines.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
@@ -115,11 +136,5 @@ public final class StandardErrorSink: Logger.Sink {
                 offset += n
             }
         }
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }
