@@ -98,28 +98,36 @@ let package = Package(
             ],
             path: "Tests/ShutterTestSupport"),
         .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),
-        .testTarget(name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterHTTPTests", dependencies: ["ShutterHTTP", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterCameraTests",
-            dependencies: ["ShutterCamera", "ShutterTestSupport", "CTurboJPEG", "CV4L2"]),
+            dependencies: ["ShutterCamera", "ShutterSystem", "ShutterTestSupport", "CTurboJPEG", "CV4L2"]),
         .testTarget(
-            name: "ShutterCatalogTests", dependencies: ["ShutterCatalog", "ShutterTestSupport"]),
-        .testTarget(name: "ShutterJobsTests", dependencies: ["ShutterJobs", "ShutterTestSupport"]),
+            name: "ShutterCatalogTests",
+            dependencies: ["ShutterCatalog", "ShutterSystem", "ShutterTestSupport", "CSQLite"]),
+        .testTarget(
+            name: "ShutterJobsTests", dependencies: ["ShutterJobs", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterCaptureTests",
-            dependencies: ["ShutterCapture", "ShutterCamera", "ShutterTestSupport"]),
+            dependencies: ["ShutterCapture", "ShutterCamera", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterJobRunnerTests",
-            dependencies: ["ShutterJobRunner", "ShutterJobs", "ShutterCatalog", "ShutterTestSupport"]),
+            dependencies: [
+                "ShutterJobRunner", "ShutterJobs", "ShutterCatalog", "ShutterCapture", "ShutterCamera",
+                "ShutterSystem",
+                "ShutterTestSupport",
+            ]),
         .testTarget(name: "ShutterWebTests", dependencies: ["ShutterWeb", "ShutterHTTP"]),
         .testTarget(
             name: "ShutterAPITests",
             dependencies: [
-                "ShutterAPI", "ShutterCapture", "ShutterCatalog", "ShutterHTTP", "ShutterJobs",
-                "ShutterTestSupport",
+                "ShutterAPI", "ShutterCamera", "ShutterCapture", "ShutterCatalog", "ShutterHTTP",
+                "ShutterJobRunner",
+                "ShutterJobs", "ShutterSystem", "ShutterTestSupport",
             ]),
         .testTarget(
-            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterTestSupport"]),
+            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterSystem"]),
     ],
     swiftLanguageModes: [.v6]
 )
