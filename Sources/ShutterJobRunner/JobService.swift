@@ -141,9 +141,11 @@ public actor JobService {
                 lastFailure: ShotFailure(.failed, "the stored spec could not be read"), finished: true)
             return
         }
+        // Kept, or the next persist would erase the failure the job stopped with.
+        let lastFailure = JobSnapshot(record: record, spec: spec, nextShotAtWall: nil).lastFailure
         let schedule = JobSchedule.resume(
             spec: spec, startedAtWall: record.startedAt, takenSoFar: record.taken,
-            missedSoFar: record.missed, nowWall: clock.wallMillisecondsNow(),
+            missedSoFar: record.missed, lastFailure: lastFailure, nowWall: clock.wallMillisecondsNow(),
             nowMonotonic: clock.monotonicNow())
         schedules[record.id] = schedule
         logger.notice(

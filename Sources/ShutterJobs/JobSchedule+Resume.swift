@@ -11,7 +11,21 @@ extension JobSchedule {
     /// Slots that fell due while the daemon was down are added to `missed`, never taken late: an
     /// interval job resumes at its first slot not yet past, a delayed job whose time passed ends
     /// `.failed` with its shot missed, and a burst that had begun ends with its remaining shots missed.
+    ///
+    /// `lastFailure` is the one persisted with the job, kept until a newer shot fails.
     public static func resume(
+        spec: JobSpec, startedAtWall: Int64, takenSoFar: Int, missedSoFar: Int,
+        lastFailure: ShotFailure? = nil,
+        nowWall: Int64, nowMonotonic: MonotonicInstant
+    ) -> JobSchedule {
+        var schedule = resumedCounts(
+            spec: spec, startedAtWall: startedAtWall, takenSoFar: takenSoFar, missedSoFar: missedSoFar,
+            nowWall: nowWall, nowMonotonic: nowMonotonic)
+        schedule.lastFailure = lastFailure
+        return schedule
+    }
+
+    private static func resumedCounts(
         spec: JobSpec, startedAtWall: Int64, takenSoFar: Int, missedSoFar: Int, nowWall: Int64,
         nowMonotonic: MonotonicInstant
     ) -> JobSchedule {

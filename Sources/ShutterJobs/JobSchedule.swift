@@ -39,7 +39,7 @@ public struct JobSchedule: Sendable {
     /// Shots skipped because they could not be taken on time, or that failed.
     public private(set) var missed: Int
     /// Why the most recent failed shot failed.
-    public private(set) var lastFailure: ShotFailure?
+    public internal(set) var lastFailure: ShotFailure?
 
     // Slot k is due at anchor + (k - anchorSlot) × step; a resumed schedule anchors at a slot
     // after 0 because slot 0 may lie before the new run's monotonic origin.

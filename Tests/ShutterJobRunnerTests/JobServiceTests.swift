@@ -86,7 +86,8 @@ import Testing
                 specJSON: String(decoding: try encoder.encode(interval), as: UTF8.self), label: nil,
                 state: "running", createdAt: now - 10_500, startedAt: now - 10_500)
             try await catalog.updateJob(
-                id: running.id, state: "running", taken: 3, missed: 0, lastFailure: nil, finishedAt: nil)
+                id: running.id, state: "running", taken: 3, missed: 0, lastFailure: "storage full: disk",
+                lastFailureKind: "storage_full", finishedAt: nil)
 
             try await service.start()
             let failed = try #require(try await service.job(id: late.id))
@@ -99,6 +100,9 @@ import Testing
             #expect(resumed.record.taken == 3 && resumed.record.missed == 8)
             #expect(resumed.nextShotAtWall == now + 500)
             #expect(try await catalog.job(id: running.id)?.missed == 8)
+            // The failure it stopped with survives the restart, kind and all.
+            #expect(resumed.lastFailure == ShotFailure(.storageFull, "storage full: disk"))
+            #expect(try await catalog.job(id: running.id)?.lastFailureKind == "storage_full")
             await service.stop()
         }
     }
