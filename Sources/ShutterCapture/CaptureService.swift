@@ -12,6 +12,9 @@ public actor CaptureService {
     private let shared: CaptureShared
     private let loop: CaptureLoop
     private var thread: OSThread?
+    /// The stop in progress: `stop()` suspends while the thread ends, and the actor takes other
+    /// calls meanwhile; a second `stop()` waits for this one, and `start()` waits before starting.
+    private var stopping: Task<Void, Never>?
     /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
     public nonisolated var cameraName: String { shared.name }
 
@@ -33,23 +36,31 @@ public actor CaptureService {
     }
 
     /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).
-    public func start() throws {
+    public func start() async throws {
+        await stopping?.value
         guard thread == nil else { return }
         shared.stopRequested.store(false, ordering: .relaxed)
         let loop = self.loop
         thread = try OSThread.spawn(name: "shutter-capture") { loop.run() }
     }
 
+    /// Whether the capture thread runs (started and not stopped).
+    var isStarted: Bool { thread != nil }
+
     /// Stops the capture thread and closes the camera; waiters get `CaptureError.stopped`.
     ///
     /// Waits for the thread without blocking a thread of the cooperative pool.
     public func stop() async {
+        if let stopping { return await stopping.value }
         guard let thread else { return }
+        self.thread = nil
         shared.stopRequested.store(true, ordering: .relaxed)
         shared.wakeup.signal()
         loop.interruptCamera()
-        await thread.finished()
-        self.thread = nil
+        let stop = Task { await thread.finished() }
+        stopping = stop
+        await stop.value
+        stopping = nil
         shared.exchange.fail(.stopped)
         shared.failPendingCommands(CaptureError.stopped)
     }

@@ -1,4 +1,5 @@
 import CShutterLinux
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,12 @@ public final class OSThread: @unchecked Sendable {
     private final class Completion: Sendable {
         private let state = LockedValue<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>(
             (false, []))
+        /// Set by the one `finished()` that joins (pthread_join twice is undefined behaviour).
+        private let joined = Atomic<Bool>(false)
+
+        func claimJoin() -> Bool {
+            !joined.exchange(true, ordering: .acquiringAndReleasing)
+        }
 
         func finish() {
             let waiters = state.withLock { state in
@@ -83,10 +90,11 @@ public final class OSThread: @unchecked Sendable {
     }
 
     /// Suspends the calling task, without blocking a pool thread, until the body has returned;
-    /// then joins the thread, which by then is only unwinding.
+    /// then joins the thread, which by then is only unwinding. Any number of tasks may wait; the
+    /// thread is joined once.
     public func finished() async {
         await completion.wait()
-        join()
+        if completion.claimJoin() { join() }
     }
 
     /// Lets the thread end on its own: it is never joined, and the system takes its resources

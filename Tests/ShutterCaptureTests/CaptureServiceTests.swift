@@ -232,4 +232,50 @@ import Testing
         #expect(source.stopCount == 1)
         await capture.stop()
     }
+
+    /// `stop()` suspends while the thread ends and the actor takes other calls meanwhile: a
+    /// `start()` then must start again once the stop is over, not be taken for a running service.
+    @Test func aStartDuringAStopStartsAgainAfterIt() async throws {
+        let source = HeldStopCameraSource()
+        let capture = try CaptureService(source: source, quality: 80, clock: ManualClock(), logger: quiet)
+        try await capture.start()
+        await capture.reached(.streaming)
+        let stopping = Task { await capture.stop() }
+        #expect(try await Self.waitOnThread(source.stopEntered))
+        let starting = Task { try await capture.start() }
+        source.releaseStop.signal()
+        await stopping.value
+        try await starting.value
+        let restarted = await capture.isStarted
+        #expect(restarted, "start() during the stop started the thread again after it")
+        guard restarted else { return }
+        await capture.reached(.streaming)
+        #expect(source.startCount == 2, "the camera is opened again")
+        await capture.stop()
+        #expect(capture.status.phase == .stopped)
+    }
+
+    /// Two stops at once both return once the thread has ended, which is joined once (a second
+    /// `pthread_join` is undefined behaviour; the thread sanitizer aborts on it).
+    @Test func twoStopsAtOnceEndTheThreadOnce() async throws {
+        let source = HeldStopCameraSource()
+        let capture = try CaptureService(source: source, quality: 80, clock: ManualClock(), logger: quiet)
+        try await capture.start()
+        await capture.reached(.streaming)
+        let first = Task { await capture.stop() }
+        #expect(try await Self.waitOnThread(source.stopEntered))
+        let second = Task { await capture.stop() }
+        source.releaseStop.signal()
+        await first.value
+        await second.value
+        #expect(source.stopCount == 1)
+        #expect(capture.status.phase == .stopped)
+    }
+
+    /// Waits for `wakeup` on a thread of its own (never on the pool); false after 10 s.
+    private static func waitOnThread(_ wakeup: ThreadWakeup) async throws -> Bool {
+        try await onDedicatedThread {
+            wakeup.wait(untilMonotonic: SystemClock().monotonicNow().advanced(by: 10_000_000_000))
+        }
+    }
 }
