@@ -35,11 +35,17 @@ struct MediaRoutes: Sendable {
         // Opened even when a thumbnail is cached: a thumbnail a delete raced with must not
         // outlive its picture.
         let original = try openPicture(id: id)
-        guard let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
+        guard let requested = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
             return try fileResponse(request, original, id: id, width: nil)
         }
-        guard let cached = try openIfPresent(catalog.thumbnailPath(id: id, width: width)) else { return nil }
-        return try fileResponse(request, cached, id: id, width: width)
+        // A header past the first bytes (never seen) is left to the task, which reads everything.
+        guard let size = try? JPEGDecoder.header(of: try readPrefix(original)) else { return nil }
+        guard
+            let made = Self.thumbnailWidth(
+                requested: requested, pictureWidth: size.width, height: size.height)
+        else { return try fileResponse(request, original, id: id, width: nil) }
+        guard let cached = try openIfPresent(catalog.thumbnailPath(id: id, width: made)) else { return nil }
+        return try fileResponse(request, cached, id: id, width: made)
     }
 
     /// `GET /media/{id}.jpg?width=N` with no cached thumbnail: makes, caches and serves one.
@@ -47,27 +53,48 @@ struct MediaRoutes: Sendable {
     /// A task, because decoding and encoding take milliseconds of CPU. The thumbnail is at least
     /// `width` wide and, unless `width` is under an eighth of the picture's, under twice it:
     /// TurboJPEG's scaled decode (n/8) is the only resampling. A picture no wider than
-    /// `width` is served as it is.
+    /// `width` is served as it is. While the disk is at its floor (`min_free_bytes`) the
+    /// thumbnail is served without being cached.
     func thumbnail(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
         let id = try parameters.positiveID(of: "picture")
         let query = try QueryParameters(request, allowed: ["width"])
         let original = try openPicture(id: id)
-        guard let width = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
+        guard let requested = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
             return try fileResponse(request, original, id: id, width: nil)
         }
         let jpeg = try readAll(original)
         let header = try JPEGDecoder.header(of: jpeg)
-        guard width < header.width else { return try fileResponse(request, original, id: id, width: nil) }
-        let scaled = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: width)
+        guard
+            Self.thumbnailWidth(requested: requested, pictureWidth: header.width, height: header.height)
+                != nil
+        else { return try fileResponse(request, original, id: id, width: nil) }
+        let scaled = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: requested)
         let bytes = try JPEGEncoder(quality: Self.thumbnailQuality).encodeRGB(
             scaled.pixels, width: scaled.width, height: scaled.height)
-        try catalog.storeThumbnail(bytes, id: id, width: width)
-        guard let stored = try openIfPresent(catalog.thumbnailPath(id: id, width: width)) else {
+        do {
+            try await catalog.storeThumbnail(bytes, id: id, width: scaled.width)
+        } catch CatalogError.storageFull {
+            return try bytesResponse(
+                request, bytes, id: id, width: scaled.width, modified: modificationTime(original))
+        }
+        guard let stored = try openIfPresent(catalog.thumbnailPath(id: id, width: scaled.width)) else {
             // Deleted with its picture between the rename and this open.
             throw LibraryRoutes.notFound(id)
         }
-        return try fileResponse(request, stored, id: id, width: width)
+        return try fileResponse(request, stored, id: id, width: scaled.width)
     }
+
+    /// The width of the thumbnail made for `requested` (at most seven per picture, so the cache,
+    /// keyed by it, holds at most seven files a picture), or nil when the picture is no wider.
+    static func thumbnailWidth(requested: Int, pictureWidth: Int, height: Int) -> Int? {
+        guard requested < pictureWidth else { return nil }
+        let made = JPEGDecoder.scaledSize(width: pictureWidth, height: height, minimumWidth: requested).width
+        return made < pictureWidth ? made : nil
+    }
+
+    /// How many leading bytes of a picture are read for its size on the event loop: the frame
+    /// header of every JPEG the daemon stores comes within the first kilobyte or two.
+    static let headerPrefixBytes = 8192
 
     /// The picture file of `id`, or 404.
     private func openPicture(id: Int64) throws -> FileRegion.Handle {
@@ -90,7 +117,17 @@ struct MediaRoutes: Sendable {
     private func readAll(_ handle: FileRegion.Handle) throws -> [UInt8] {
         var info = stat()
         _ = try syscall("fstat") { fstat(handle.descriptor, &info) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        return try read(handle, count: Int(info.st_size))
+    }
+
+    /// The first `headerPrefixBytes` of the open file `handle` (fewer if it is shorter).
+    private func readPrefix(_ handle: FileRegion.Handle) throws -> [UInt8] {
+        try read(handle, count: Self.headerPrefixBytes)
+    }
+
+    /// Up to `count` bytes from the start of `handle`, read with pread(2).
+    private func read(_ handle: FileRegion.Handle, count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
         var offset = 0
         try bytes.withUnsafeMutableBytes { buffer in
             while offset < buffer.count {
@@ -106,16 +143,43 @@ struct MediaRoutes: Sendable {
         return Array(bytes.prefix(offset))
     }
 
+    /// The modification time of the open file `handle`, in seconds since 1970.
+    private func modificationTime(_ handle: FileRegion.Handle) throws -> Int64 {
+        var info = stat()
+        _ = try syscall("fstat") { fstat(handle.descriptor, &info) }
+        return Int64(info.st_mtim.tv_sec)
+    }
+
     /// The response for an open picture or thumbnail (`width`), honouring validators and ranges.
     private func fileResponse(
         _ request: HTTPRequest, _ handle: FileRegion.Handle, id: Int64, width: Int?
     ) throws -> HTTPResponse {
         var info = stat()
         _ = try syscall("fstat") { fstat(handle.descriptor, &info) }
-        let length = Int(info.st_size)
-        let modified = Int64(info.st_mtim.tv_sec)
+        return try response(
+            request, length: Int(info.st_size), modified: Int64(info.st_mtim.tv_sec), id: id, width: width
+        ) { range in .file(FileRegion(handle: handle, offset: range.lowerBound, length: range.count)) }
+    }
+
+    /// The response for a thumbnail made but not cached, from memory.
+    private func bytesResponse(
+        _ request: HTTPRequest, _ bytes: [UInt8], id: Int64, width: Int, modified: Int64
+    )
+        throws -> HTTPResponse
+    {
+        try response(request, length: bytes.count, modified: modified, id: id, width: width) { range in
+            .bytes(range.count == bytes.count ? bytes : Array(bytes[range]))
+        }
+    }
+
+    /// The response for `length` bytes of a picture or thumbnail, whose `body(range)` gives the
+    /// bytes of `range`, honouring validators and ranges.
+    private func response(
+        _ request: HTTPRequest, length: Int, modified: Int64, id: Int64, width: Int?,
+        body: (Range<Int>) -> HTTPBody
+    ) throws -> HTTPResponse {
         // Pictures never change and ids are never reused, so id and size identify the bytes;
-        // a thumbnail's width makes it a different representation.
+        // a thumbnail's width (the width made) makes it a different representation.
         let tag = width.map { "\"\(id)-\(length)-w\($0)\"" } ?? "\"\(id)-\(length)\""
         let validators = RepresentationValidators(etag: tag, lastModified: modified, length: length)
         var headers: HTTPHeaders = [
@@ -127,15 +191,11 @@ struct MediaRoutes: Sendable {
         ]
         switch validators.evaluate(request.headers) {
         case .whole:
-            return HTTPResponse(
-                status: .ok, headers: headers,
-                body: .file(FileRegion(handle: handle, offset: 0, length: length)))
+            return HTTPResponse(status: .ok, headers: headers, body: body(0..<length))
         case .partial(let range):
             headers.add(
                 name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)")
-            return HTTPResponse(
-                status: .partialContent, headers: headers,
-                body: .file(FileRegion(handle: handle, offset: range.lowerBound, length: range.count)))
+            return HTTPResponse(status: .partialContent, headers: headers, body: body(range))
         case .notModified:
             headers.remove(name: "Content-Type")
             headers.remove(name: "Accept-Ranges")

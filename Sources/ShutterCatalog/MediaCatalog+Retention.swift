@@ -134,7 +134,7 @@ extension MediaCatalog {
                 SystemError(
                     errno: ENOSPC,
                     call:
-                        "statvfs \(path): \(available) bytes free, a \(byteCount)-byte picture would leave less than the floor of \(minimumFreeBytes)"
+                        "statvfs \(path): \(available) bytes free, \(byteCount) more bytes would leave less than the floor of \(minimumFreeBytes)"
                 ))
         }
     }

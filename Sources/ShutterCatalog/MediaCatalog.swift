@@ -310,9 +310,11 @@ public actor MediaCatalog {
 
     /// Stores a thumbnail of `id` at `width` for `thumbnailPath(id:width:)` to serve.
     ///
-    /// Nonisolated: thumbnails are a cache beside the pictures, written whole by one rename,
-    /// so they need no ordering with the catalog's rows.
-    public nonisolated func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws {
+    /// On the catalog's thread, like every other write, and held to the same floor of free
+    /// disk: throws `CatalogError.storageFull`, storing nothing, rather than leave less than
+    /// `minimumFreeBytes` (a cache must never take the room pictures need).
+    public func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws {
+        try checkFreeSpace(for: bytes.count)
         do {
             try files.storeThumbnail(bytes, id: id, width: width)
         } catch {

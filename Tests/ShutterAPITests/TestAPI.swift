@@ -16,11 +16,12 @@ struct TestAPI {
     let router: Router
     let catalog: MediaCatalog
 
-    init(directory: String, logSink: (any Logger.Sink)? = nil) throws {
+    init(directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil) throws {
         let clock = ManualClock()
         let capture = try CaptureService(
             source: FakeCameraSource(), quality: 80, clock: clock, logger: Self.quiet)
-        catalog = try MediaCatalog(dataDirectory: directory, logger: Self.quiet, clock: clock)
+        catalog = try MediaCatalog(
+            dataDirectory: directory, logger: Self.quiet, minimumFreeBytes: minimumFreeBytes, clock: clock)
         let jobs = JobService(
             camera: capture, catalog: catalog, clock: clock, limits: .init(), frameTimeoutMilliseconds: 100,
             logger: Self.quiet)

@@ -236,12 +236,12 @@ import Testing
             let picture = try await catalog.add(seed: 1)
             let neighbour = try await catalog.add(seed: 11)
             #expect(catalog.thumbnailPath(id: 1, width: 320) == "\(directory)/media/thumbs/1-320.jpg")
-            try catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
-            try catalog.storeThumbnail(fakeJPEG(seed: 3), id: picture.id, width: 160)
-            try catalog.storeThumbnail(fakeJPEG(seed: 4), id: neighbour.id, width: 320)
+            try await catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
+            try await catalog.storeThumbnail(fakeJPEG(seed: 3), id: picture.id, width: 160)
+            try await catalog.storeThumbnail(fakeJPEG(seed: 4), id: neighbour.id, width: 320)
             #expect(readFile(catalog.thumbnailPath(id: picture.id, width: 320)) == fakeJPEG(seed: 2))
             // A second store replaces the first whole.
-            try catalog.storeThumbnail(fakeJPEG(seed: 5), id: picture.id, width: 320)
+            try await catalog.storeThumbnail(fakeJPEG(seed: 5), id: picture.id, width: 320)
             #expect(readFile(catalog.thumbnailPath(id: picture.id, width: 320)) == fakeJPEG(seed: 5))
 
             #expect(try await catalog.delete(id: picture.id))
@@ -258,7 +258,7 @@ import Testing
             do {
                 let catalog = try MediaCatalog.open(directory)
                 picture = try await catalog.add(seed: 1)
-                try catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
+                try await catalog.storeThumbnail(fakeJPEG(seed: 2), id: picture.id, width: 320)
             }
             // Names in thumbs/ that would be media or leftovers if they were one level up.
             try writeFile("\(directory)/media/thumbs/7.jpg", fakeJPEG(seed: 3))
