@@ -115,25 +115,41 @@ extension Logger.Sink {
     }
 }
 
-/// Writes each line, or each batch of lines, to stderr with one `write` call, so lines from
+/// Writes each line, or each batch of lines, to stderr with one writer at a time, so lines from
 /// threads never interleave.
+///
+/// The lock matters for batches: the kernel writes at most `PIPE_BUF` (4 KiB) to a pipe at once
+/// atomically, and the access log's batches are larger, so without it another thread's line
+/// could land inside one. A stderr left non-blocking by whoever started the daemon is waited on
+/// (up to a second at a time) rather than having the rest of a batch dropped at once.
 public final class StandardErrorSink: Logger.Sink {
     public static let shared = StandardErrorSink()
+    private let writer = LockedValue<Void>(())
 
     public func write(_ line: String) {
         write(lines: Array((line + "\n").utf8))
     }
 
     public func write(lines: [UInt8]) {
-        lines.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 {
-                    if n < 0 && errno == EINTR { continue }
-                    return
+        writer.withLock { _ in
+            lines.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                    if n > 0 {
+                        offset += n
+                        continue
+                    }
+                    guard n < 0 else { return }
+                    switch errno {
+                    case EINTR: continue
+                    case EAGAIN:
+                        var entry = pollfd(fd: 2, events: Int16(POLLOUT), revents: 0)
+                        // Nobody reading for a second: drop the rest rather than hold the loop.
+                        guard poll(&entry, 1, 1000) > 0 else { return }
+                    default: return
+                    }
                 }
-                offset += n
             }
         }
     }
