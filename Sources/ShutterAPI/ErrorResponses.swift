@@ -7,7 +7,7 @@ import ShutterJobs
 // The one place where domain errors become HTTP answers. Route handlers throw what the services
 // throw; the server turns any `HTTPResponseError` into its JSON response, and anything else into
 // a logged 500 that reveals nothing (the hummingbird habit). A 500 from a conformance below is
-// logged by `ShutterAPI.logServerFaults`.
+// logged by the server too, with its cause, since its detail only points to the log.
 
 extension CaptureError: HTTPResponseError {
     /// Every capture failure is the camera being unavailable for now: try again shortly.

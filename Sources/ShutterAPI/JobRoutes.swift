@@ -27,7 +27,7 @@ struct JobRoutes: Sendable {
     /// `POST /jobs`: schedules the job the JSON body describes.
     func createJob(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try QueryParameters(request, allowed: [])
-        let snapshot = try await start(try Self.parseSpec(request.body))
+        let snapshot = try await start(try JobSpec.parse(json: request.body))
         return .json(
             .created, try await json(snapshot), headers: ["Location": "/jobs/\(snapshot.record.id)"])
     }
@@ -61,15 +61,6 @@ struct JobRoutes: Sendable {
         try requireEmptyBody(request)
         guard let snapshot = try await jobs.cancel(id: id) else { throw Self.notFound(id) }
         return .json(.ok, try await json(snapshot))
-    }
-
-    /// The spec in `body`, or 400 saying what is wrong with it.
-    static func parseSpec(_ body: [UInt8]) throws -> JobSpec {
-        do {
-            return try JobSpec.parse(json: body)
-        } catch {
-            throw HTTPError(.badRequest, "invalid job", detail: error.description)
-        }
     }
 
     /// Creates the job; a refused spec, too many jobs or a full disk answer for themselves.

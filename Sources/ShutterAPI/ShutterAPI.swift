@@ -82,15 +82,6 @@ public struct ShutterAPI: Sendable {
         jobRoutes.register(in: &router)
         // Added last, so the index lists every other endpoint from the router itself.
         IndexRoute(endpoints: router.endpoints, version: settings.version).register(in: &router)
-        return router.mapHandlers { $0.observingErrors(logServerFaults) }
-    }
-
-    /// Logs a 500 that a domain error maps to (its detail tells the client only to look here),
-    /// then lets the server answer it.
-    func logServerFaults(_ error: any Error) {
-        guard let error = error as? any HTTPResponseError, error.status == .internalServerError else {
-            return
-        }
-        logger.error("request failed", ["error": String(describing: error)])
+        return router
     }
 }

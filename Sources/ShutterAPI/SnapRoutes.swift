@@ -55,7 +55,7 @@ struct SnapRoutes: Sendable {
     func delayedSnap(delaySeconds: Double, wait: Bool) async throws -> HTTPResponse {
         // Through the jobs parser, so a bad delay gets the same sentence as in `POST /jobs`.
         let body = #"{"kind":"delayed","delay":\#(delaySeconds)}"#
-        let snapshot = try await jobs.start(try JobRoutes.parseSpec(Array(body.utf8)))
+        let snapshot = try await jobs.start(try JobSpec.parse(json: Array(body.utf8)))
         let id = snapshot.record.id
         guard wait else {
             return .json(.accepted, try await jobs.json(snapshot), headers: ["Location": "/jobs/\(id)"])

@@ -132,7 +132,8 @@ public actor CaptureService {
         if awake { shared.wakeup.signal() }
     }
 
-    /// Returns once the capture thread is in `phase` (at once if it is now).
+    /// Returns once the capture thread is in `phase`: at once if it is now, else when it next
+    /// enters it (a phase entered and left before the call is not seen).
     public nonisolated func reached(_ phase: CapturePhase) async {
         await shared.phase.reached(phase)
     }

@@ -91,6 +91,8 @@ final class PhaseSignal: Sendable {
         for waiter in ready { waiter.resume() }
     }
 
+    /// Returns once the thread is in `phase`: at once if it is now, else when it next enters it
+    /// (a phase entered and left before the call is not seen).
     func reached(_ phase: CapturePhase) async {
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in

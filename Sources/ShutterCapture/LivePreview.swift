@@ -65,6 +65,11 @@ public final class LivePreview<Part: LivePreviewPart>: @unchecked Sendable {
         capture.setFrameObserver { [weak self] frame in self?.frameArrived(frame) }
     }
 
+    // Scaler threads end with their last viewer; these end with the preview (the daemon stopping).
+    deinit {
+        for scaler in shared.withLock({ Array($0.scalers.values) }) { scaler.finish() }
+    }
+
     /// A new viewer, not yet watching: it joins with `add`.
     ///
     /// `width` asks for a smaller picture: at least that wide, made by TurboJPEG's scaled decode
@@ -117,7 +122,10 @@ public final class LivePreview<Part: LivePreviewPart>: @unchecked Sendable {
             scaler = self.scaler(width: viewer.key)
             // Without a scaler thread (the system refused one), the camera's own size is better
             // than no picture at all.
-            if scaler == nil { viewer.key = 0 }
+            if scaler == nil {
+                viewer.key = 0
+                viewer.statistics.fellBackToCameraSize()
+            }
         }
         viewer.isWatching = true
         viewers[viewer.key, default: []].append(viewer)

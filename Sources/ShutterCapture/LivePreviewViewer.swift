@@ -60,15 +60,20 @@ public final class LivePreviewViewer<Part: LivePreviewPart>: @unchecked Sendable
 public final class PreviewViewerStatistics: Sendable {
     public let id: UInt64
     /// The rendition's width, or nil for the camera's own size.
-    public let width: Int?
+    public var width: Int? {
+        let width = renditionWidth.load(ordering: .relaxed)
+        return width == 0 ? nil : width
+    }
     public let maximumFramesPerSecond: Double?
     public let connectedAt: MonotonicInstant
     private let sent = Atomic<UInt64>(0)
     private let skipped = Atomic<UInt64>(0)
+    /// 0 for the camera's own size; changes once at most, when no scaler could be started.
+    private let renditionWidth: Atomic<Int>
 
     init(id: UInt64, width: Int?, maximumFramesPerSecond: Double?, connectedAt: MonotonicInstant) {
         self.id = id
-        self.width = width
+        self.renditionWidth = Atomic(width ?? 0)
         self.maximumFramesPerSecond = maximumFramesPerSecond
         self.connectedAt = connectedAt
     }
@@ -79,5 +84,7 @@ public final class PreviewViewerStatistics: Sendable {
     public var framesSkipped: UInt64 { skipped.load(ordering: .relaxed) }
 
     func countSent() { sent.add(1, ordering: .relaxed) }
+    /// The viewer gets the camera's own size after all.
+    func fellBackToCameraSize() { renditionWidth.store(0, ordering: .relaxed) }
     func countSkipped() { skipped.add(1, ordering: .relaxed) }
 }

@@ -26,7 +26,7 @@ extension MediaCatalog {
     @discardableResult
     public func updateJob(
         id: Int64, state: String, taken: Int, missed: Int, lastFailure: String?,
-        lastFailureKind: String? = nil,
+        lastFailureKind: String?,
         finishedAt: Int64?
     ) throws -> Bool {
         do {

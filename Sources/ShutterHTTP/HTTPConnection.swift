@@ -266,7 +266,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     private static func errorResponse(_ error: any Error, _ logger: Logger) -> HTTPResponse {
-        if let error = error as? any HTTPResponseError { return error.response() }
+        if let error = error as? any HTTPResponseError {
+            // A 500 that an error maps itself to tells the client only to see the log: say it here.
+            if error.status == .internalServerError {
+                logger.error("request failed", ["error": String(describing: error)])
+            }
+            return error.response()
+        }
         // Anything else is a bug or an OS failure: log it, and leak nothing to the client.
         logger.error("handler failed", ["error": String(describing: error)])
         return HTTPError(

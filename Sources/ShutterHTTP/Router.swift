@@ -58,17 +58,6 @@ public struct Router: Sendable {
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
-    /// The same routes with every handler replaced by `transform(handler)`, for behaviour that
-    /// wraps them all (logging what they throw, say).
-    public func mapHandlers(_ transform: (RouteHandler) -> RouteHandler) -> Router {
-        var mapped = self
-        mapped.routes = routes.map {
-            Route(
-                method: $0.method, pattern: $0.pattern, segments: $0.segments, handler: transform($0.handler))
-        }
-        return mapped
-    }
-
     /// Every route as `METHOD /pattern`, in the order added (for an index of the API).
     public var endpoints: [String] { routes.map { "\($0.method) \($0.pattern)" } }
 

@@ -142,10 +142,10 @@ public actor JobService {
             return
         }
         // Kept, or the next persist would erase the failure the job stopped with.
-        let lastFailure = JobSnapshot(record: record, spec: spec, nextShotAtWall: nil).lastFailure
         let schedule = JobSchedule.resume(
             spec: spec, startedAtWall: record.startedAt, takenSoFar: record.taken,
-            missedSoFar: record.missed, lastFailure: lastFailure, nowWall: clock.wallMillisecondsNow(),
+            missedSoFar: record.missed, lastFailure: record.lastShotFailure,
+            nowWall: clock.wallMillisecondsNow(),
             nowMonotonic: clock.monotonicNow())
         schedules[record.id] = schedule
         logger.notice(
@@ -242,7 +242,7 @@ public actor JobService {
             let failure = Self.shotFailure(error)
             logger.warning(
                 "shot failed",
-                metadata.merging(["error": failure.message, "kind": failure.kind.rawValue]) { $1 })
+                metadata.merging(["error": String(describing: error), "kind": failure.kind.rawValue]) { $1 })
             schedules[id]?.shotFailed(index: index, failure: failure)
         }
         shooting.remove(id)
@@ -318,12 +318,14 @@ public actor JobService {
     }
 
     /// What a shot's error means for the job: its kind, told apart by type, and its sentence.
+    ///
+    /// The sentence is shown in the job's JSON, so a failure the client cannot act on says only
+    /// where to look (its text names files and SQL; the log line has it), as a 500 does.
     static func shotFailure(_ error: any Error) -> ShotFailure {
         switch error {
         case let error as CaptureError: ShotFailure(.cameraUnavailable, "camera unavailable: \(error)")
         case let error as CatalogError where error.isStorageFull: ShotFailure(.storageFull, error.description)
-        case let error as CatalogError: ShotFailure(.failed, error.description)
-        default: ShotFailure(.failed, String(describing: error))
+        default: ShotFailure(.failed, "the picture could not be stored; see the server log")
         }
     }
 }

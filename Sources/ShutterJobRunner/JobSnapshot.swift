@@ -10,11 +10,15 @@ public struct JobSnapshot: Sendable {
     /// The wall time (ms) of the next shot, or nil when none is due (the job has ended).
     public var nextShotAtWall: Int64?
 
-    /// Why the most recent failed shot failed, with its kind (`failed` for one stored before
-    /// kinds were kept).
-    public var lastFailure: ShotFailure? {
-        guard let message = record.lastFailure else { return nil }
-        let kind = record.lastFailureKind.flatMap(ShotFailure.Kind.init(rawValue:)) ?? .failed
+    /// Why the most recent failed shot failed, with its kind.
+    public var lastFailure: ShotFailure? { record.lastShotFailure }
+}
+
+extension JobRecord {
+    /// The stored last failure with its kind (`failed` for one stored before kinds were kept).
+    var lastShotFailure: ShotFailure? {
+        guard let message = lastFailure else { return nil }
+        let kind = lastFailureKind.flatMap(ShotFailure.Kind.init(rawValue:)) ?? .failed
         return ShotFailure(kind, message)
     }
 }

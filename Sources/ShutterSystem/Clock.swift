@@ -68,12 +68,4 @@ public struct SystemClock: Clock {
     public func wait(for wakeup: ThreadWakeup, until deadline: MonotonicInstant?) -> Bool {
         wakeup.wait(untilMonotonic: deadline)
     }
-
-    /// Sleeps the calling thread until `deadline` on the monotonic clock.
-    public static func sleep(until deadline: MonotonicInstant) {
-        var ts = timespec(
-            tv_sec: Int(deadline.nanoseconds / 1_000_000_000),
-            tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
 }

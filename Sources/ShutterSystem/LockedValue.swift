@@ -8,8 +8,7 @@
 /// kernel (a priority-inheritance futex), which ThreadSanitizer cannot see, so every contended
 /// `withLock` was reported as a data race and real races would drown among them (see
 /// docs/SWIFT-ON-LINUX.md). TSan understands pthread mutexes, and uncontended they cost the same.
-public final class LockedValue<State>: @unchecked Sendable {
-    // @unchecked Sendable: `state` is read and written only inside `withLock`, with `mutex` held.
+public final class LockedValue<State> {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var state: State
 
@@ -33,3 +32,8 @@ public final class LockedValue<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+// @unchecked Sendable: `state` is read and written only inside `withLock`, with `mutex` held. Only
+// for a Sendable `State`: the lock keeps accesses apart, not a non-Sendable value from being
+// shared by the threads that read it out.
+extension LockedValue: @unchecked Sendable where State: Sendable {}

@@ -27,7 +27,8 @@ public enum WebPage {
     static let document: String = {
         let template = String(decoding: PackageResources.index_html, as: UTF8.self)
         // A page edited so that a link is gone or doubled would be served without its script,
-        // or with one the policy blocks: refuse to build such a page at all.
+        // or with one the policy blocks: refuse to serve it at all. This runs when the page is
+        // first served, which the unit tests do, so such an edit fails the tests, not a user.
         precondition(
             template.ranges(of: styleLink).count == 1 && template.ranges(of: scriptTag).count == 1,
             "index.html must link style.css and app.js exactly once each")

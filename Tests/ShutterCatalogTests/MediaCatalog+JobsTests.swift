@@ -23,13 +23,16 @@ import Testing
                     lastFailureKind: "storage_full", finishedAt: nil))
             #expect(
                 try await catalog.updateJob(
-                    id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, finishedAt: 5000))
+                    id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, lastFailureKind: nil,
+                    finishedAt: 5000))
             // The end time is set once: a later update cannot move it.
             try await catalog.updateJob(
-                id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, finishedAt: 6000)
+                id: 2, state: "done", taken: 1, missed: 0, lastFailure: nil, lastFailureKind: nil,
+                finishedAt: 6000)
             #expect(
                 try await !catalog.updateJob(
-                    id: 9, state: "done", taken: 0, missed: 0, lastFailure: nil, finishedAt: 1))
+                    id: 9, state: "done", taken: 0, missed: 0, lastFailure: nil, lastFailureKind: nil,
+                    finishedAt: 1))
 
             let running = try #require(try await catalog.job(id: 1))
             #expect(running.state == "running" && running.taken == 3 && running.missed == 1)
@@ -74,7 +77,8 @@ import Testing
                 _ = try await catalog.createJob(
                     specJSON: "{}", label: "old", state: "running", createdAt: 1, startedAt: 1)
                 try await catalog.updateJob(
-                    id: 1, state: "running", taken: 2, missed: 1, lastFailure: "camera gone", finishedAt: nil)
+                    id: 1, state: "running", taken: 2, missed: 1, lastFailure: "camera gone",
+                    lastFailureKind: nil, finishedAt: nil)
             }
             // Turn the file back into what version 2 wrote.
             do {

@@ -307,7 +307,8 @@ extension String {
 
 // Serialized: these tests compute on the cooperative pool (one thread per core), and run side by
 // side they could hold every thread the socket tests' handler tasks need (seen under TSan).
-@Suite(.serialized) struct HTTPConnectionStateMachineTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct HTTPConnectionStateMachineTests {
     // MARK: Requests and responses
 
     @Test func aRequestFedOneByteAtATimeGetsItsExactResponse() throws {

@@ -11,7 +11,8 @@ import Testing
 /// shows (sendfile, a slow reader's socket buffers, the kernel's view of open files), with
 /// handlers that wait at gates the test opens instead of sleeping. The decisions themselves are
 /// tested byte by byte in `HTTPConnectionStateMachineTests`.
-@Suite struct HTTPServerTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.timeLimit(.minutes(1))) struct HTTPServerTests {
     /// `gates[n]` holds `GET /gated?n=n`; `finished` counts gated handlers that have returned;
     /// `files` counts `GET /file` dispatches.
     private static func router(
@@ -56,6 +57,12 @@ import Testing
         router.add(
             .get, "/fail",
             .task { _, _ in throw SystemError(errno: EIO, call: "secret internal call") })
+        router.add(
+            .get, "/fault",
+            .task { _, _ in
+                throw HTTPError(.internalServerError, detail: "see the log", headers: ["X-Cause": "disk"])
+            })
+        router.add(.get, "/refused", .task { _, _ in throw HTTPError(.badRequest, detail: "bad input") })
         return router
     }
 
@@ -149,6 +156,27 @@ import Testing
             let body = String(decoding: response.body, as: UTF8.self)
             #expect(body.contains("\"error\""))
             #expect(!body.contains("secret"))
+        }
+    }
+
+    /// A 500 is the server's fault whatever made it: logged, with its cause, while the client gets
+    /// only the detail. A client's mistake (a 400) is not logged.
+    @Test func every500IsLoggedAndNo400Is() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink)
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /fault HTTP/1.1\r\nHost: t\r\n\r\nGET /refused HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /fail HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            var statuses: [Int] = []
+            while let response = socket.readResponse() { statuses.append(response.status) }
+            #expect(statuses == [500, 400, 500])
+            let lines = sink.lines
+            #expect(lines.count == 2, "\(lines)")
+            #expect(lines.contains { $0.contains("request failed") && $0.contains("see the log") })
+            #expect(lines.contains { $0.contains("handler failed") && $0.contains("secret internal call") })
         }
     }
 

@@ -35,7 +35,8 @@ private final class Counter: Sendable {
 /// Body streams over real sockets: resets, kernel buffers and `TCP_NOTSENT_LOWAT`, which only a
 /// real socket shows. The stream decisions are tested byte by byte in
 /// `HTTPConnectionStateMachineTests`.
-@Suite struct HTTPStreamTests {
+// A wait that never ends is a failure, not a hung CI run.
+@Suite(.timeLimit(.minutes(1))) struct HTTPStreamTests {
     fileprivate static func router(
         _ stream: ManualBodyStream, gate: HandlerGate = HandlerGate(), counted: Counter = Counter()
     ) -> Router {

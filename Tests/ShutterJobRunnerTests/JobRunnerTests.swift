@@ -179,4 +179,19 @@ import Testing
             await fixture.service.stop()
         }
     }
+
+    /// A job's last failure is shown in its JSON: one the client cannot act on names no file or
+    /// SQL (the log has them), as a 500's detail does.
+    @Test func aFailureOnlyTheLogCanExplainSaysSo() {
+        let database = CatalogError.database(
+            DatabaseError(extendedResultCode: 11, message: "malformed", sql: "INSERT INTO media secret"))
+        let failure = JobService.shotFailure(database)
+        #expect(failure.kind == .failed)
+        #expect(!failure.message.contains("secret") && !failure.message.contains("malformed"))
+        let full = JobService.shotFailure(CatalogError.storageFull(SystemError(errno: 28, call: "write")))
+        #expect(full.kind == .storageFull && full.message.contains("No space left"))
+        let gone = JobService.shotFailure(
+            CaptureError.cameraUnavailable(.disconnected("/dev/video0"), camera: "cam"))
+        #expect(gone.kind == .cameraUnavailable && gone.message.contains("/dev/video0"))
+    }
 }

@@ -37,16 +37,24 @@ private actor ThreadBoundCounter {
         }
     }
 
+    /// More waiters than the pool has threads, each on a thread that ends only when this test,
+    /// itself a task on the pool, lets it: if `finished()` blocked a pool thread, the test could
+    /// never get to the releases, and the time limit would fail it.
     @Test func finishedWaitsForTheBodyWithoutBlockingThePool() async throws {
-        let wakeup = ThreadWakeup()
-        let done = Atomic<Bool>(false)
-        let thread = try OSThread.spawn(name: "test-finish") {
-            _ = wakeup.wait(untilMonotonic: nil)
-            done.store(true, ordering: .relaxed)
+        let count = 8
+        let wakeups = (0..<count).map { _ in ThreadWakeup() }
+        let done = Atomic<Int>(0)
+        let threads = try wakeups.map { wakeup in
+            try OSThread.spawn(name: "test-finish") {
+                _ = wakeup.wait(untilMonotonic: nil)
+                done.add(1, ordering: .relaxed)
+            }
         }
-        wakeup.signal()
-        await thread.finished()
+        let waiters = threads.map { thread in Task { await thread.finished() } }
+        for _ in 0..<count { await Task.yield() }
+        for wakeup in wakeups { wakeup.signal() }
+        for waiter in waiters { await waiter.value }
         let finished = done.load(ordering: .relaxed)
-        #expect(finished)
+        #expect(finished == count)
     }
 }

@@ -23,7 +23,7 @@ public final class RunningHTTPServer: @unchecked Sendable {
     public let port: Int
 
     public init(
-        router: Router, clock: ManualClock = ManualClock(),
+        router: Router, clock: ManualClock = ManualClock(), logSink: (any Logger.Sink)? = nil,
         configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTPServerConfiguration()
@@ -35,7 +35,9 @@ public final class RunningHTTPServer: @unchecked Sendable {
         // whose real-time ticks would run checks between the test's steps (and sample SIOCOUTQ).
         loop = try EventLoop(tickMilliseconds: 3_600_000)
         server = HTTPServer(
-            configuration: configuration, router: router, logger: Logger(label: "test", level: .error),
+            configuration: configuration, router: router,
+            logger: logSink.map { Logger(label: "test", level: .error, sink: $0) }
+                ?? Logger(label: "test", level: .error),
             loop: loop, clock: clock)
         try server.start()
         port = server.boundPort
@@ -56,8 +58,8 @@ public final class RunningHTTPServer: @unchecked Sendable {
             result.withLock { $0 = value }
             done.signal()
         }
-        // No time limit: the loop runs queued work promptly unless the server is broken, and
-        // a hung test is reported by the runner.
+        // No time limit here: the loop runs queued work promptly unless the server is broken,
+        // and the HTTP suites' time limit fails a test that hangs.
         _ = done.wait(untilMonotonic: nil)
         return result.withLock { $0! }
     }
