@@ -8,22 +8,27 @@ import ShutterTestSupport
 
 @testable import ShutterAPI
 
-/// The real API over real services in `directory`, with a camera that is never started and the
-/// event loop played by hand: for asking the router and its handlers directly.
+/// The real API over real services in `directory`, on a manual clock, with a capture service that
+/// is never started, jobs that take their shots from a `FakeJobCamera`, and the event loop played
+/// by hand: for asking the router and its handlers directly.
 struct TestAPI {
     static let quiet = Logger(label: "test", level: .critical)
     let api: ShutterAPI
     let router: Router
     let catalog: MediaCatalog
+    let jobs: JobService
+    let jobCamera: FakeJobCamera
+    let clock = ManualClock()
 
     init(directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil) throws {
-        let clock = ManualClock()
+        let clock = self.clock
         let capture = try CaptureService(
             source: FakeCameraSource(), quality: 80, clock: clock, logger: Self.quiet)
         catalog = try MediaCatalog(
             dataDirectory: directory, logger: Self.quiet, minimumFreeBytes: minimumFreeBytes, clock: clock)
-        let jobs = JobService(
-            camera: capture, catalog: catalog, clock: clock, limits: .init(), frameTimeoutMilliseconds: 100,
+        jobCamera = FakeJobCamera(clock: clock)
+        jobs = JobService(
+            camera: jobCamera, catalog: catalog, clock: clock, limits: .init(), frameTimeoutMilliseconds: 100,
             logger: Self.quiet)
         api = ShutterAPI(
             capture: capture, catalog: catalog, jobs: jobs,

@@ -1,0 +1,58 @@
+import FoundationEssentials
+import ShutterCamera
+import ShutterCapture
+import ShutterHTTP
+import ShutterTestSupport
+import Testing
+
+@testable import ShutterAPI
+
+/// `POST /snap` with a delay: a delayed job, answered at once or, with `wait`, with its picture.
+@Suite(.timeLimit(.minutes(1))) struct SnapRoutesTests {
+    @Test func withoutWaitTheJobIsAnsweredAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try TestAPI(directory: directory)
+            try await api.jobs.start()
+            let response = await api.respond(.post, "/snap?delay=5")
+            #expect(response.status == .accepted)
+            #expect(response.headers["Location"] == "/jobs/1")
+            #expect(response.text.contains(#""kind":"delayed""#) && response.text.contains(#""delay":5"#))
+            await api.jobs.stop()
+        }
+    }
+
+    @Test func withWaitThePictureIsAnsweredOnceTaken() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try TestAPI(directory: directory)
+            try await api.jobs.start()
+            let answer = Task {
+                await api.respond(.post, "/snap", body: Array(#"{"delay": 2, "wait": true}"#.utf8))
+            }
+            // The runner asleep until the shot is due.
+            await api.clock.sleepers(atLeast: 1)
+            api.clock.advance(by: 2_000_000_000)
+            let response = await answer.value
+            #expect(response.status == .created)
+            #expect(response.headers["Location"] == "/library/1")
+            #expect(response.text.contains(#""job_id":1"#))
+            await api.jobs.stop()
+        }
+    }
+
+    /// Answered by the kind of the job's last failure: the camera's is a 503 to retry.
+    @Test func withWaitACameraFailureIsA503NamingTheJob() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try TestAPI(directory: directory)
+            api.jobCamera.fail(with: .cameraUnavailable(.disconnected("/dev/video0"), camera: "cam"))
+            try await api.jobs.start()
+            let answer = Task { await api.respond(.post, "/snap?delay=1&wait=true") }
+            await api.clock.sleepers(atLeast: 1)
+            api.clock.advance(by: 1_000_000_000)
+            let response = await answer.value
+            #expect(response.status == .serviceUnavailable)
+            #expect(response.headers["Retry-After"] == "1")
+            #expect(response.text.contains("job 1") && response.text.contains("/dev/video0"))
+            await api.jobs.stop()
+        }
+    }
+}
