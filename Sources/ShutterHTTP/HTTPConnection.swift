@@ -16,17 +16,19 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     // @unchecked Sendable: all state is owned by the server's loop thread. A handler
     // task carries the connection only to hand its response back via `loop.execute`.
     let descriptor: Int32
+    /// Where the client connected from (nil for a family other than IP).
+    var peer: PeerAddress? { machine.peer }
     private unowned let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
     private var pumping = false
 
-    init(descriptor: Int32, server: HTTPServer) {
+    init(descriptor: Int32, peer: PeerAddress?, server: HTTPServer) {
         self.descriptor = descriptor
         self.server = server
         machine = HTTPConnectionStateMachine(
             configuration: server.configuration, router: server.router, dateCache: server.dateCache,
             requestIDs: server.requestIDs, readBufferSize: server.readBuffer.count,
-            now: server.clock.monotonicNow())
+            now: server.clock.monotonicNow(), peer: peer)
     }
 
     func handleEvents(_ events: UInt32) {

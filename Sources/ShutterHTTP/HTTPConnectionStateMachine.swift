@@ -131,6 +131,8 @@ struct HTTPConnectionStateMachine {
     private let router: Router
     private let dateCache: HTTPDateCache
     private let requestIDs: HTTPRequestIDGenerator
+    /// Where the connection came from; given to every request it carries.
+    let peer: PeerAddress?
     /// A read this long may have left more bytes in the socket.
     private let readBufferSize: Int
 
@@ -177,8 +179,10 @@ struct HTTPConnectionStateMachine {
     /// every connection on the loop thread.
     init(
         configuration: HTTPServerConfiguration, router: Router, dateCache: HTTPDateCache,
-        requestIDs: HTTPRequestIDGenerator, readBufferSize: Int, now: MonotonicInstant
+        requestIDs: HTTPRequestIDGenerator, readBufferSize: Int, now: MonotonicInstant,
+        peer: PeerAddress? = nil
     ) {
+        self.peer = peer
         self.configuration = configuration
         self.router = router
         self.dateCache = dateCache
@@ -489,6 +493,8 @@ struct HTTPConnectionStateMachine {
     /// Queues a slot for `request`, answering what routing alone decides; returns the
     /// dispatch of its handler otherwise.
     private mutating func dispatch(_ request: HTTPRequest, startedAt: MonotonicInstant) -> Action? {
+        var request = request
+        request.peer = peer
         let id = requestIDs.next()
         let keepAlive = request.keepAlive && !shuttingDown
         if !keepAlive { stopParsing = true }

@@ -114,10 +114,16 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     public func handleEvents(_ events: UInt32) {
         while listenDescriptor >= 0 {
             let accepted: IOResult<Int32>
+            var peerStorage = sockaddr_storage()
+            var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
             do {
-                accepted = try nonBlockingSyscall("accept4") {
-                    cshutter_accept4(
-                        listenDescriptor, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                accepted = try withUnsafeMutableBytes(of: &peerStorage) { raw in
+                    try nonBlockingSyscall("accept4") {
+                        cshutter_accept4(
+                            listenDescriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
+                            &peerLength,
+                            Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                    }
                 }
             } catch let error as SystemError {
                 // EMFILE/ENFILE/ENOBUFS/ENOMEM: out of resources for now. The listening socket
@@ -138,7 +144,8 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 continue
             }
             disableNagle(descriptor)
-            let connection = HTTPConnection(descriptor: descriptor, server: self)
+            let connection = HTTPConnection(
+                descriptor: descriptor, peer: PeerAddress(storage: peerStorage), server: self)
             do {
                 try loop.register(
                     descriptor, events: cshutter_epollin() | cshutter_epollrdhup(), handler: connection)

@@ -85,16 +85,20 @@ public struct HTTPRequest: Sendable {
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// The client's address, set by the server when it dispatches the request (nil in tests that
+    /// build requests by hand).
+    public var peer: PeerAddress?
 
     public init(
         method: HTTPMethod, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:],
-        body: [UInt8] = []
+        body: [UInt8] = [], peer: PeerAddress? = nil
     ) {
         self.method = method
         self.target = target
         self.version = version
         self.headers = headers
         self.body = body
+        self.peer = peer
     }
 
     /// The path part of the target, percent-decoded (nil if the encoding is invalid).

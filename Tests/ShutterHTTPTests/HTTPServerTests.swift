@@ -20,6 +20,12 @@ import Testing
     ) -> Router {
         var router = Router()
         router.add(.get, "/hello", .immediate { _, _ in HTTPResponse(body: .bytes(Array("hello".utf8))) })
+        router.add(
+            .get, "/peer",
+            .immediate { request, _ in
+                let peer = request.peer.map { "\($0.host) loopback=\($0.isLoopback)" } ?? "none"
+                return HTTPResponse(body: .bytes(Array(peer.utf8)))
+            })
         router.add(.get, "/big", .immediate { _, _ in HTTPResponse(body: .bytes(bigBody)) })
         router.add(
             .get, "/gated",
@@ -91,6 +97,16 @@ import Testing
                 bodies.append(String(decoding: response.body, as: UTF8.self))
             }
             #expect(bodies == ["gated 0", "hello", "gated 1", "hello"])
+        }
+    }
+
+    @Test func handlersSeeTheClientsAddress() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send("GET /peer HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(socket.readResponse()?.body == Array("127.0.0.1 loopback=true".utf8))
         }
     }
 
