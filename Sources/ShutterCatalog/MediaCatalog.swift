@@ -114,6 +114,11 @@ public actor MediaCatalog {
             sha256: SHA256.hexDigest(jpeg), source: source, jobID: jobID, keep: false)
         do {
             try files.store(jpeg, id: id)
+        } catch let error where CatalogError(error).isStorageFull {
+            // On a small disk the WAL can hold the room a delete just freed (it shrinks only at a
+            // checkpoint): give that back and try once more, so deleting makes room at once.
+            reclaimDatabaseSpace()
+            do { try files.store(jpeg, id: id) } catch { throw CatalogError(error) }
         } catch {
             throw CatalogError(error)
         }
