@@ -9,6 +9,8 @@ import PackageDescription
 //                     service, signals, start-up and shutdown in reverse order
 //   ShutterAPI        route handlers, one file per resource (snap, library, media, jobs, camera,
 //                     status, preview), and the one place domain errors become HTTP statuses
+//   ShutterAccess     who may do what: access tokens and scopes, signed links, failed-login
+//                     throttling, the Host/Origin/CORS browser defences (an HTTPRequestPolicy)
 //   ShutterWeb        the web page: index.html, app.js and style.css embedded at build time, CSP hashes
 //   ShutterJobRunner  JobService: runs job schedules, takes their shots, persists them
 //   ShutterCapture    the camera's one owner (CaptureService and its capture thread), the frame
@@ -65,6 +67,7 @@ let package = Package(
         .target(
             name: "ShutterJobRunner",
             dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
+        .target(name: "ShutterAccess", dependencies: ["ShutterSystem", "ShutterHTTP"]),
         .target(
             name: "ShutterWeb", dependencies: ["ShutterSystem", "ShutterHTTP"],
             resources: [
@@ -76,13 +79,13 @@ let package = Package(
             name: "ShutterAPI",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
-                "ShutterCapture", "ShutterJobRunner", "ShutterWeb",
+                "ShutterCapture", "ShutterJobRunner", "ShutterWeb", "ShutterAccess",
             ]),
         .target(
             name: "ShutterDaemon",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
-                "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "CShutterLinux",
+                "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "ShutterAccess", "CShutterLinux",
             ]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterDaemon", "ShutterSystem"]),
         // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
@@ -118,16 +121,19 @@ let package = Package(
                 "ShutterSystem",
                 "ShutterTestSupport",
             ]),
+        .testTarget(
+            name: "ShutterAccessTests",
+            dependencies: ["ShutterAccess", "ShutterHTTP", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(name: "ShutterWebTests", dependencies: ["ShutterWeb", "ShutterHTTP"]),
         .testTarget(
             name: "ShutterAPITests",
             dependencies: [
-                "ShutterAPI", "ShutterCamera", "ShutterCapture", "ShutterCatalog", "ShutterHTTP",
-                "ShutterJobRunner",
+                "ShutterAPI", "ShutterAccess", "ShutterCamera", "ShutterCapture", "ShutterCatalog",
+                "ShutterHTTP", "ShutterJobRunner",
                 "ShutterJobs", "ShutterSystem", "ShutterTestSupport",
             ]),
         .testTarget(
-            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterSystem"]),
+            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterHTTP", "ShutterSystem"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,9 +12,11 @@ struct CameraRoutes: Sendable {
     let cameraPath: String?
 
     func register(in router: inout Router) {
-        router.add(.get, "/cameras", .task { request, _ in try await cameras(request) })
-        router.add(.get, "/camera/controls", .task { request, _ in try await controls(request) })
-        router.add(.patch, "/camera/controls", .task { request, _ in try await setControls(request) })
+        router.add(.get, "/cameras", scope: .view, .task { request, _ in try await cameras(request) })
+        router.add(
+            .get, "/camera/controls", scope: .view, .task { request, _ in try await controls(request) })
+        router.add(
+            .patch, "/camera/controls", scope: .admin, .task { request, _ in try await setControls(request) })
     }
 
     /// `GET /cameras`: every V4L2 capture device with its formats, sizes and rates, and which is in use.

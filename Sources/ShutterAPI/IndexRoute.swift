@@ -8,7 +8,7 @@ struct IndexRoute: Sendable {
     let version: String
 
     func register(in router: inout Router) {
-        router.add(.get, "/", .immediate { request, _ in try index(request) })
+        router.add(.get, "/", scope: .view, .immediate { request, _ in try index(request) })
     }
 
     /// The web page for a browser (an `Accept` listing `text/html`), otherwise what this server

@@ -16,12 +16,14 @@ struct JobRoutes: Sendable {
     static let maximumJobPictureIDs = 1000
 
     func register(in router: inout Router) {
-        router.add(.post, "/jobs", .task { request, _ in try await createJob(request) })
-        router.add(.get, "/jobs", .task { request, _ in try await listJobs(request) })
+        router.add(.post, "/jobs", scope: .snap, .task { request, _ in try await createJob(request) })
+        router.add(.get, "/jobs", scope: .view, .task { request, _ in try await listJobs(request) })
         router.add(
-            .get, "/jobs/{id}", .task { request, parameters in try await showJob(request, parameters) })
+            .get, "/jobs/{id}", scope: .view,
+            .task { request, parameters in try await showJob(request, parameters) })
         router.add(
-            .delete, "/jobs/{id}", .task { request, parameters in try await cancelJob(request, parameters) })
+            .delete, "/jobs/{id}", scope: .admin,
+            .task { request, parameters in try await cancelJob(request, parameters) })
     }
 
     /// `POST /jobs`: schedules the job the JSON body describes.

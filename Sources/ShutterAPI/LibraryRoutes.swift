@@ -10,14 +10,15 @@ struct LibraryRoutes: Sendable {
     static let maximumPageSize: Int64 = 500
 
     func register(in router: inout Router) {
-        router.add(.get, "/library", .task { request, _ in try await library(request) })
+        router.add(.get, "/library", scope: .view, .task { request, _ in try await library(request) })
         router.add(
-            .get, "/library/{id}", .task { request, parameters in try await picture(request, parameters) })
+            .get, "/library/{id}", scope: .view,
+            .task { request, parameters in try await picture(request, parameters) })
         router.add(
-            .delete, "/library/{id}",
+            .delete, "/library/{id}", scope: .admin,
             .task { request, parameters in try await deletePicture(request, parameters) })
         router.add(
-            .patch, "/library/{id}",
+            .patch, "/library/{id}", scope: .admin,
             .task { request, parameters in try await patchPicture(request, parameters) })
     }
 

@@ -18,7 +18,7 @@ struct MediaRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add(
-            .get, "/media/{id}.jpg",
+            .get, "/media/{id}.jpg", scope: .view,
             .immediateOrTask(
                 immediate: { request, parameters in try media(request, parameters) },
                 task: { request, parameters in try await thumbnail(request, parameters) }))

@@ -11,8 +11,10 @@ struct PreviewRoutes: Sendable {
     let stallTimeoutMilliseconds: Int
 
     func register(in router: inout Router) {
-        router.add(.get, "/preview.jpg", .task { request, _ in try await previewFrame(request) })
-        router.add(.get, "/preview.mjpg", .immediate { request, _ in try previewStream(request) })
+        router.add(
+            .get, "/preview.jpg", scope: .view, .task { request, _ in try await previewFrame(request) })
+        router.add(
+            .get, "/preview.mjpg", scope: .view, .immediate { request, _ in try previewStream(request) })
     }
 
     /// `GET /preview.jpg`: the newest frame (at most one frame interval old); with `fresh=true`,

@@ -1,3 +1,4 @@
+import ShutterAccess
 import ShutterCamera
 import ShutterCapture
 import ShutterCatalog
@@ -20,11 +21,14 @@ public struct ShutterAPI: Sendable {
         public var cameraPath: String?
         /// The daemon's version, shown by `GET /` and `/status`.
         public var version: String
+        /// Signs the links `POST /links` makes; nil leaves that route out.
+        public var links: SignedLinks?
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
-            version: String
+            version: String, links: SignedLinks? = nil
         ) {
+            self.links = links
             self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
             self.previewStallTimeoutMilliseconds = previewStallTimeoutMilliseconds
             self.cameraPath = cameraPath
@@ -80,6 +84,7 @@ public struct ShutterAPI: Sendable {
         CameraRoutes(capture: capture, discovery: discovery, cameraPath: settings.cameraPath).register(
             in: &router)
         jobRoutes.register(in: &router)
+        if let links = settings.links { LinkRoutes(links: links, clock: clock).register(in: &router) }
         // Added last, so the index lists every other endpoint from the router itself.
         IndexRoute(endpoints: router.endpoints, version: settings.version).register(in: &router)
         return router

@@ -14,7 +14,7 @@ struct SnapRoutes: Sendable {
     let snapTimeoutMilliseconds: Int
 
     func register(in router: inout Router) {
-        router.add(.post, "/snap", .task { request, _ in try await snap(request) })
+        router.add(.post, "/snap", scope: .snap, .task { request, _ in try await snap(request) })
     }
 
     /// Stores a picture from a frame captured after the request arrived (or, with `max_age_ms`,

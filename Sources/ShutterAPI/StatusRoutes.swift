@@ -14,8 +14,8 @@ struct StatusRoutes: Sendable {
     let version: String
 
     func register(in router: inout Router) {
-        router.add(.get, "/healthz", .immediate { request, _ in try health(request) })
-        router.add(.get, "/status", .task { request, _ in try await status(request) })
+        router.add(.get, "/healthz", scope: .none, .immediate { request, _ in try health(request) })
+        router.add(.get, "/status", scope: .view, .task { request, _ in try await status(request) })
     }
 
     /// `GET /healthz`: 200 while frames flow, 503 with the reason when the camera fails.

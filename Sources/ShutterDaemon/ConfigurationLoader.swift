@@ -43,6 +43,13 @@ public enum ConfigurationLoader {
             guard let key = ConfigurationKey.all.first(where: { $0.flag == argument }) else {
                 throw ConfigurationError("unknown option '\(argument)'; see --help")
             }
+            // A boolean flag alone (`--insecure-no-auth`) means true.
+            if key.valueName == "BOOL", inlineValue == nil,
+                index >= arguments.count || arguments[index].hasPrefix("--")
+            {
+                flags.append((key, "true"))
+                continue
+            }
             flags.append((key, try value()))
         }
 
@@ -54,6 +61,7 @@ public enum ConfigurationLoader {
             if let value = environment[key.environmentVariable] { try key.apply(&config, value) }
         }
         for (key, value) in flags { try key.apply(&config, value) }
+        config.credentialsDirectory = environment["CREDENTIALS_DIRECTORY"]
         return .run(config)
     }
 

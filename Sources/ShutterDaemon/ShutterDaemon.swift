@@ -1,6 +1,7 @@
 import CShutterLinux
 import Dispatch
 import ShutterAPI
+import ShutterAccess
 import ShutterCamera
 import ShutterCapture
 import ShutterCatalog
@@ -47,6 +48,8 @@ public final class ShutterDaemon {
         defer { for stop in stopInReverse.reversed() { stop() } }
 
         let clock = SystemClock()
+        // Checked before anything opens, so a refused setup starts nothing.
+        let access = try AccessSetup(configuration: configuration, logger: logger)
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
             retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes),
@@ -69,6 +72,7 @@ public final class ShutterDaemon {
         try blockingAwait { try await jobs.start() }
         stopInReverse.append { blockingAwait { await jobs.stop() } }
 
+        let links = try SignedLinks.loadOrCreate(dataDirectory: configuration.dataDirectory)
         let loop = try EventLoop()
         let preview = LivePreview<PreviewPart>(
             capture: capture, quality: configuration.quality, queue: loop, clock: clock,
@@ -79,22 +83,32 @@ public final class ShutterDaemon {
             settings: ShutterAPI.Settings(
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
-                cameraPath: cameraPath, version: Self.version),
+                cameraPath: cameraPath, version: Self.version, links: links),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.host = configuration.listenHost
         httpConfiguration.port = configuration.listenPort
         httpConfiguration.logRequests = configuration.accessLog
         httpConfiguration.serverName = "shutterd/\(Self.version)"
+        let policy = AccessPolicy(
+            settings: AccessPolicy.Settings(
+                tokens: access.tokens, anonymous: access.anonymous, origins: access.origins, links: links),
+            clock: clock, logger: logger.with("component", "access"))
         let server = HTTPServer(
-            configuration: httpConfiguration, router: api.router(), logger: logger.with("component", "http"),
-            loop: loop)
+            configuration: httpConfiguration, router: api.router(), policy: policy,
+            logger: logger.with("component", "http"), loop: loop)
         try server.start()
         let signals = SignalWatcher(descriptor: signalDescriptor) { [logger] signal in
             logger.notice("shutting down", ["signal": String(signal)])
             server.shutdown { loop.stop() }
         }
         try loop.register(signalDescriptor, events: cshutter_epollin(), handler: signals)
+        logger.notice(
+            "access control",
+            [
+                "tokens": String(access.tokens.count), "token_file": access.tokenSource ?? "none",
+                "anonymous": access.anonymous.description,
+            ])
         logger.notice(
             "listening",
             [

@@ -26,7 +26,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         self.descriptor = descriptor
         self.server = server
         machine = HTTPConnectionStateMachine(
-            configuration: server.configuration, router: server.router, dateCache: server.dateCache,
+            configuration: server.configuration, router: server.router, policy: server.policy,
+            dateCache: server.dateCache,
             requestIDs: server.requestIDs, readBufferSize: server.readBuffer.count,
             now: server.clock.monotonicNow(), peer: peer)
     }

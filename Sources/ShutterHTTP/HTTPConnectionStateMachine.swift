@@ -102,13 +102,15 @@ struct HTTPConnectionStateMachine {
     private struct Slot {
         let id: UInt64
         let method: HTTPMethod
-        let target: String
+        var target: String
         let version: HTTPVersion
         let keepAlive: Bool
         let startedAt: MonotonicInstant
         /// `100 Continue` is not logged and never closes.
         let interim: Bool
         var response: HTTPResponse?
+        /// Headers the policy adds to whatever the response is (CORS).
+        var extraHeaders: HTTPHeaders = [:]
     }
 
     /// Bytes queued for the socket: memory goes out with `sendmsg`, files with `sendfile`.
@@ -129,6 +131,8 @@ struct HTTPConnectionStateMachine {
 
     private let configuration: HTTPServerConfiguration
     private let router: Router
+    /// Consulted for every routed request before anything runs; nil lets everything through.
+    private let policy: (any HTTPRequestPolicy)?
     private let dateCache: HTTPDateCache
     private let requestIDs: HTTPRequestIDGenerator
     /// Where the connection came from; given to every request it carries.
@@ -178,13 +182,15 @@ struct HTTPConnectionStateMachine {
     /// A connection accepted at `now`; `dateCache` and `requestIDs` are the server's, shared by
     /// every connection on the loop thread.
     init(
-        configuration: HTTPServerConfiguration, router: Router, dateCache: HTTPDateCache,
+        configuration: HTTPServerConfiguration, router: Router, policy: (any HTTPRequestPolicy)? = nil,
+        dateCache: HTTPDateCache,
         requestIDs: HTTPRequestIDGenerator, readBufferSize: Int, now: MonotonicInstant,
         peer: PeerAddress? = nil
     ) {
         self.peer = peer
         self.configuration = configuration
         self.router = router
+        self.policy = policy
         self.dateCache = dateCache
         self.requestIDs = requestIDs
         self.readBufferSize = readBufferSize
@@ -507,7 +513,29 @@ struct HTTPConnectionStateMachine {
             slots.append(slot)
             return nil
         }
-        switch router.resolve(method: request.method, path: path) {
+        let resolution = router.resolve(method: request.method, path: path)
+        if let policy {
+            let match: RouteMatch
+            switch resolution {
+            case .notFound: match = .notFound
+            case .methodNotAllowed(let allowed): match = .methodNotAllowed(allowed: allowed)
+            case .handler(_, _, let scope): match = .handler(scope: scope)
+            }
+            switch policy.evaluate(request, path: path, route: match) {
+            case .respond(let response, let loggedTarget):
+                slot.response = response
+                if let loggedTarget { slot.target = loggedTarget }
+                slots.append(slot)
+                return nil
+            case .proceed(let headers, let target):
+                slot.extraHeaders = headers
+                if let target {
+                    request.target = target
+                    slot.target = target
+                }
+            }
+        }
+        switch resolution {
         case .notFound:
             slot.response = HTTPError(.notFound, detail: "no resource at \(path)").response()
         case .methodNotAllowed(let allowed):
@@ -516,7 +544,7 @@ struct HTTPConnectionStateMachine {
                 .methodNotAllowed, detail: "\(request.method) is not allowed on \(path); use \(allow)",
                 headers: ["Allow": allow]
             ).response()
-        case .handler(let handler, let parameters):
+        case .handler(let handler, let parameters, _):
             slots.append(slot)
             return .dispatch(id: id, request: request, handler: handler, parameters: parameters)
         }
@@ -527,8 +555,9 @@ struct HTTPConnectionStateMachine {
     /// Serializes every response that is next in order and ready; returns an access-log line
     /// as it goes (the rest are queued on the next calls).
     private mutating func queueReadyResponses() -> Action? {
-        while let first = slots.first, let response = first.response {
+        while let first = slots.first, var response = first.response {
             slots.removeFirst()
+            for (name, value) in first.extraHeaders { response.headers.add(name: name, value: value) }
             if first.interim {
                 outgoing.append(.bytes(Self.continueResponse, offset: 0))
                 continue

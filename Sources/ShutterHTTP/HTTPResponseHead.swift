@@ -24,7 +24,10 @@ enum HTTPResponseHead {
             head += "Content-Length: \(response.body.count)\r\n"
         }
         if code >= 200 {
-            head += "Date: \(date)\r\nServer: \(server)\r\nX-Request-Id: \(requestID)\r\n"
+            // nosniff: a browser must never run a picture or a JSON answer as a script or a
+            // page because its bytes look like one (an uploaded label, a crafted JPEG comment).
+            head +=
+                "Date: \(date)\r\nServer: \(server)\r\nX-Request-Id: \(requestID)\r\nX-Content-Type-Options: nosniff\r\n"
             if !keepAlive {
                 head += "Connection: close\r\n"
             } else if version == .http10 {

@@ -12,6 +12,8 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     public let configuration: HTTPServerConfiguration
     public let loop: EventLoop
     let router: Router
+    /// Access control and browser defences, consulted before every handler (nil: none).
+    let policy: (any HTTPRequestPolicy)?
     let logger: Logger
     /// Every timeout (request, idle, write, stream stall, linger, shutdown grace, rejected-connection
     /// drain) and the `Date` header are decided on this clock.
@@ -45,11 +47,12 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
 
     /// A server that will listen as `configuration` says, run on `loop`, and time everything on `clock`.
     public init(
-        configuration: HTTPServerConfiguration, router: Router, logger: Logger, loop: EventLoop,
-        clock: any Clock = SystemClock()
+        configuration: HTTPServerConfiguration, router: Router, policy: (any HTTPRequestPolicy)? = nil,
+        logger: Logger, loop: EventLoop, clock: any Clock = SystemClock()
     ) {
         self.configuration = configuration
         self.router = router
+        self.policy = policy
         self.logger = logger
         self.loop = loop
         self.clock = clock

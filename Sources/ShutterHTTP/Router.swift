@@ -24,7 +24,7 @@ public enum RouteHandler: Sendable {
 public struct Router: Sendable {
     /// What `resolve` found.
     public enum Resolution {
-        case handler(RouteHandler, RouteParameters)
+        case handler(RouteHandler, RouteParameters, scope: AccessScope)
         /// The path exists but not for this method: answer 405 with `Allow`.
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
@@ -35,6 +35,7 @@ public struct Router: Sendable {
         let pattern: String
         let segments: [Segment]
         let handler: RouteHandler
+        let scope: AccessScope
     }
 
     private enum Segment: Sendable, Equatable {
@@ -46,8 +47,12 @@ public struct Router: Sendable {
 
     public init() {}
 
-    /// Adds a route; `GET` routes answer `HEAD` too.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: RouteHandler) {
+    /// Adds a route that a request needs `scope` for (enforced by the server's policy, if any);
+    /// `GET` routes answer `HEAD` too. A route that names no scope needs `admin`: one forgotten
+    /// is closed, not open.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, scope: AccessScope = .admin, _ handler: RouteHandler
+    ) {
         let segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part -> Segment in
             if part.hasPrefix("{"), let close = part.firstIndex(of: "}") {
                 let name = String(part[part.index(after: part.startIndex)..<close])
@@ -55,11 +60,17 @@ public struct Router: Sendable {
             }
             return .literal(String(part))
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        routes.append(
+            Route(method: method, pattern: pattern, segments: segments, handler: handler, scope: scope))
     }
 
     /// Every route as `METHOD /pattern`, in the order added (for an index of the API).
     public var endpoints: [String] { routes.map { "\($0.method) \($0.pattern)" } }
+
+    /// Every route with the scope it needs, in the order added.
+    public var scopes: [(endpoint: String, scope: AccessScope)] {
+        routes.map { ("\($0.method) \($0.pattern)", $0.scope) }
+    }
 
     /// Finds the handler for `method` and the decoded `path`.
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
@@ -70,7 +81,7 @@ public struct Router: Sendable {
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
             if route.method == method || (method == .head && route.method == .get) {
-                return .handler(route.handler, parameters)
+                return .handler(route.handler, parameters, scope: route.scope)
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
             if route.method == .get && !allowed.contains(.head) { allowed.append(.head) }

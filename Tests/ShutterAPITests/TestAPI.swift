@@ -1,3 +1,4 @@
+import ShutterAccess
 import ShutterCamera
 import ShutterCapture
 import ShutterCatalog
@@ -37,7 +38,7 @@ struct TestAPI {
             discovery: try DeviceDiscovery(logger: Self.quiet),
             settings: .init(
                 snapTimeoutMilliseconds: 100, previewStallTimeoutMilliseconds: 1000, cameraPath: nil,
-                version: "9.9.9"),
+                version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32))),
             clock: clock, logger: logSink.map { Logger(label: "test", level: .info, sink: $0) } ?? Self.quiet)
         router = api.router()
     }
@@ -48,7 +49,7 @@ struct TestAPI {
     {
         let request = HTTPRequest(method: method, target: target, headers: headers, body: body)
         guard
-            case .handler(let handler, let parameters) = router.resolve(
+            case .handler(let handler, let parameters, _) = router.resolve(
                 method: method, path: request.path ?? "")
         else { return HTTPResponse(status: .notFound) }
         do {

@@ -1,4 +1,5 @@
 import ShutterDaemon
+import ShutterHTTP
 import ShutterSystem
 import Testing
 
@@ -21,6 +22,25 @@ import Testing
         #expect(configuration.listenHost == "127.0.0.1")
         #expect(configuration.listenPort == 8080)
         #expect(configuration.width == 1280 && configuration.height == 720 && configuration.fps == 30)
+    }
+
+    @Test func accessKeysAndABooleanFlagWithoutAValue() throws {
+        let configuration = try load(
+            [
+                "--insecure-no-auth", "--anonymous", "view", "--allowed-hosts", "cam.example.org, pi.lan",
+                "--cors-origins=https://dash.example.org", "--auth-tokens", "tokens",
+            ],
+            environment: ["CREDENTIALS_DIRECTORY": "/run/credentials/shutterd.service"])
+        #expect(configuration.insecureNoAuth)
+        #expect(configuration.anonymous == .scope(.view))
+        #expect(configuration.allowedHosts == ["cam.example.org", "pi.lan"])
+        #expect(configuration.corsOrigins == ["https://dash.example.org"])
+        #expect(configuration.authTokensPath == "tokens")
+        #expect(configuration.credentialsDirectory == "/run/credentials/shutterd.service")
+        #expect(try load(["--access-log", "false"]).accessLog == false)
+        #expect(try load(["--access-log"]).accessLog == true)
+        #expect(try load([]).anonymous == .automatic)
+        #expect(throws: ConfigurationError.self) { try load(["--anonymous", "root"]) }
     }
 
     @Test func flagsOverrideEnvironmentOverrideFile() throws {

@@ -50,7 +50,7 @@ private final class EmbeddedConnection {
 
     init(
         router: Router, clock: ManualClock = ManualClock(), readSize: Int = 64,
-        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+        policy: (any HTTPRequestPolicy)? = nil, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) {
         self.readSize = readSize
         var configuration = HTTPServerConfiguration()
@@ -58,7 +58,8 @@ private final class EmbeddedConnection {
         configure(&configuration)
         self.clock = clock
         machine = Machine(
-            configuration: configuration, router: router, dateCache: HTTPDateCache(clock: clock),
+            configuration: configuration, router: router, policy: policy,
+            dateCache: HTTPDateCache(clock: clock),
             requestIDs: HTTPRequestIDGenerator(), readBufferSize: readSize, now: clock.monotonicNow())
     }
 
@@ -281,12 +282,12 @@ private let date = "Mon, 30 Nov 2026 04:40:00 GMT"
 
 /// The exact response to `GET /hello` with request id `id`.
 private func hello(_ id: UInt64, close: Bool = false) -> String {
-    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: \(id)\r\n"
+    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: \(id)\r\nX-Content-Type-Options: nosniff\r\n"
         + (close ? "Connection: close\r\n" : "") + "\r\nhello"
 }
 
 private func response(_ id: UInt64, _ body: String, close: Bool = false) -> String {
-    "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: \(id)\r\n"
+    "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: \(id)\r\nX-Content-Type-Options: nosniff\r\n"
         + (close ? "Connection: close\r\n" : "") + "\r\n\(body)"
 }
 
@@ -295,7 +296,7 @@ private let getHelloAndClose = "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: cl
 private let getSlow = "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
 private let getStream = "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"
 private let streamHeadTemplate =
-    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: %\r\nConnection: close\r\n\r\n"
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: %\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
 
 private func streamHead(_ id: UInt64) -> String { streamHeadTemplate.replacingPercent(with: "\(id)") }
 
@@ -372,7 +373,9 @@ extension String {
         #expect(connection.dispatched.count == 500)
         let head =
             "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: "
-        let expected = (1...500).map { Array((head + "\($0)\r\n\r\n").utf8) + routes.fileBytes }.joined()
+        let expected = (1...500).map {
+            Array((head + "\($0)\r\nX-Content-Type-Options: nosniff\r\n\r\n").utf8) + routes.fileBytes
+        }.joined()
         #expect(connection.written == Array(expected))
     }
 
@@ -449,6 +452,42 @@ extension String {
         #expect(connection.accessLog.map(\.target) == ["/hello", "/nowhere"])
         #expect(connection.accessLog.map(\.status) == [200, 404])
         #expect(connection.accessLog.map(\.bytes).first == 5)
+    }
+
+    @Test func aPolicyAnswersInsteadOfTheHandlerOrLetsItRunWithItsHeadersAndTarget() throws {
+        /// Refuses `?deny`, takes `sig` out of the target, adds a header to what it lets through.
+        struct TestPolicy: HTTPRequestPolicy {
+            func evaluate(_ request: HTTPRequest, path: String, route: RouteMatch) -> HTTPPolicyDecision {
+                if request.target.hasSuffix("?deny") {
+                    return .respond(HTTPError(.unauthorized, detail: "no").response())
+                }
+                let target = request.target.hasSuffix("?sig=secret") ? path : nil
+                let seen: String
+                switch route {
+                case .handler(let scope): seen = "route needs \(scope)"
+                case .notFound: seen = "no route"
+                case .methodNotAllowed: seen = "other methods"
+                }
+                return .proceed(headers: ["X-Policy": seen], target: target)
+            }
+        }
+        let connection = EmbeddedConnection(router: try TestRoutes().router, policy: TestPolicy()) {
+            $0.logRequests = true
+        }
+        connection.receive(
+            "GET /hello?deny HTTP/1.1\r\nHost: t\r\n\r\nGET /hello?sig=secret HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n")
+        let text = connection.takeWritten()
+        let responses = text.split(separator: "HTTP/1.1 ")
+        #expect(responses.count == 3)
+        #expect(responses.first?.hasPrefix("401 Unauthorized") == true)
+        #expect(responses.dropFirst().first?.contains("X-Policy: route needs admin") == true)
+        #expect(responses.dropFirst().first?.hasSuffix("\r\n\r\nhello") == true)
+        #expect(responses.last?.hasPrefix("404 Not Found") == true)
+        #expect(responses.last?.contains("X-Policy: no route") == true)
+        // The refused request never reached its handler; the rewritten one ran as `/hello`.
+        #expect(connection.dispatched.map(\.target) == ["/hello"])
+        #expect(connection.accessLog.map(\.target) == ["/hello?deny", "/hello", "/nowhere"])
     }
 
     // MARK: Closing
@@ -539,7 +578,9 @@ extension String {
         connection.advance(milliseconds: 5000)
         #expect(connection.closed == nil)
         connection.complete(1, "slow")
-        #expect(connection.takeWritten().hasSuffix("X-Request-Id: 1\r\n\r\nslow"))
+        #expect(
+            connection.takeWritten().hasSuffix(
+                "X-Request-Id: 1\r\nX-Content-Type-Options: nosniff\r\n\r\nslow"))
     }
 
     @Test func aClientThatStopsReadingIsDroppedAfterTheWriteTimeout() throws {

@@ -14,7 +14,7 @@ class MJPEGStream:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
-        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         self.buffer = bytearray()
         head = self._read_until(b"\r\n\r\n").decode("latin-1")
         lines = head.split("\r\n")

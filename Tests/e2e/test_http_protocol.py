@@ -25,13 +25,13 @@ def test_malformed_requests_get_json_errors_and_the_daemon_keeps_serving(make_da
                      "--max-target-bytes", "1024"])
     cases = [
         (b"this is not http\r\n\r\n", 400),
-        (b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400),
-        (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
-        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 5000 + b"\r\n\r\n", 431),
-        (b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
-        (b"POST /snap HTTP/1.1\r\nHost: x\r\nContent-Length: 999999\r\n\r\n", 413),
-        (b"POST /snap HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
-        (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        (b"GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 5000 + b"\r\n\r\n", 431),
+        (b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414),
+        (b"POST /snap HTTP/1.1\r\nHost: localhost\r\nContent-Length: 999999\r\n\r\n", 413),
+        (b"POST /snap HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+        (b"GET / HTTP/2.0\r\nHost: localhost\r\n\r\n", 505),
     ]
     for request, expected in cases:
         answer = d.raw(request)
@@ -46,10 +46,10 @@ def test_malformed_requests_get_json_errors_and_the_daemon_keeps_serving(make_da
 def test_pipelined_requests_are_answered_in_order(daemon):
     record = daemon.snap()
     pipeline = (
-        f"GET /library/{record['id']} HTTP/1.1\r\nHost: x\r\n\r\n"
-        "POST /snap HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
-        "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
-        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        f"GET /library/{record['id']} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        "POST /snap HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"
+        "GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     ).encode()
     answers = responses(daemon.raw(pipeline))
     assert [a[0] for a in answers] == [200, 201, 404, 200]
@@ -61,7 +61,7 @@ def test_pipelined_requests_are_answered_in_order(daemon):
 def test_keep_alive_http11_and_http10(daemon):
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
         for _ in range(3):
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             data = sock.recv(65536)
             assert data.startswith(b"HTTP/1.1 200")
             assert b"connection: close" not in data.lower()
@@ -95,7 +95,7 @@ def test_expect_continue_and_chunked_bodies(daemon):
     assert "Expect: 100-continue" in out.stderr
     assert "HTTP/1.1 100 Continue" in out.stderr
     assert json.loads(out.stdout)["id"] >= 1
-    chunked = b"POST /snap HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\n{\r\n1;ext=1\r\n}\r\n0\r\n\r\n"
+    chunked = b"POST /snap HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\n{\r\n1;ext=1\r\n}\r\n0\r\n\r\n"
     status, _, payload = responses(daemon.raw(chunked))[0]
     assert status == 201 and json.loads(payload)["id"] >= 2
 
@@ -103,7 +103,7 @@ def test_expect_continue_and_chunked_bodies(daemon):
 def test_request_timeout_answers_408(make_daemon):
     d = make_daemon(["--size", "320x240", "--request-timeout-ms", "600"])
     start = time.monotonic()
-    answer = d.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n", timeout=10)
+    answer = d.raw(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n", timeout=10)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert 0.5 < time.monotonic() - start < 5
     assert d.request("GET", "/healthz")[0] == 200
@@ -114,7 +114,7 @@ def test_connection_limit_answers_503(make_daemon):
     held = [socket.create_connection(("127.0.0.1", d.port), timeout=5) for _ in range(2)]
     try:
         time.sleep(0.2)
-        answer = d.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = d.raw(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 503"), answer
         assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
     finally:
@@ -129,7 +129,7 @@ def test_a_client_that_stops_reading_does_not_block_others(daemon):
     # Ask for the same picture many times and never read the answers.
     stalled = socket.create_connection(("127.0.0.1", daemon.port), timeout=5)
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stalled.sendall(f"GET {record['url']} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * 16)
+    stalled.sendall(f"GET {record['url']} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode() * 16)
     try:
         for _ in range(20):
             assert daemon.request("GET", "/healthz")[0] == 200

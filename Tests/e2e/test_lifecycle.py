@@ -33,7 +33,7 @@ def test_sigterm_finishes_in_flight_responses_and_exits_zero(make_daemon):
 
     def slow_snap():
         # At 2 fps the snap waits up to half a second for its frame: SIGTERM lands meanwhile.
-        result["answer"] = d.raw(b"POST /snap HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", timeout=10)
+        result["answer"] = d.raw(b"POST /snap HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", timeout=10)
 
     idle = socket.create_connection(("127.0.0.1", d.port), timeout=5)
     thread = threading.Thread(target=slow_snap)

@@ -109,7 +109,7 @@ def test_bad_options_get_a_400_that_says_why(make_daemon, query, detail):
 
 def test_head_answers_without_becoming_a_viewer(make_daemon):
     d = make_daemon(TEST_PATTERN)
-    raw = d.raw(b"HEAD /preview.mjpg HTTP/1.1\r\nHost: t\r\n\r\n")
+    raw = d.raw(b"HEAD /preview.mjpg HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 200 OK\r\n") and raw.endswith(b"\r\n\r\n")
     assert b"multipart/x-mixed-replace" in raw
     assert status(d)["preview"]["viewers"] == 0
@@ -155,7 +155,7 @@ class FastViewers:
         self.viewers = []
         for _ in range(count):
             sock = socket.create_connection(("127.0.0.1", port))
-            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
             sock.setblocking(False)
             viewer = {"sock": sock, "buffer": bytearray(), "head": False, "need": None, "frames": 0,
                       "closed": False}
@@ -215,7 +215,7 @@ def test_fifty_fast_viewers_keep_the_frame_rate_and_a_stalled_one_is_dropped(mak
     stalled = socket.socket()
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     stalled.connect(("127.0.0.1", d.port))
-    stalled.sendall(b"GET /preview.mjpg HTTP/1.1\r\nHost: t\r\n\r\n")
+    stalled.sendall(b"GET /preview.mjpg HTTP/1.1\r\nHost: localhost\r\n\r\n")
     viewers = FastViewers(d.port, 50)
     try:
         viewers.run(1.5)  # warm-up
@@ -301,7 +301,7 @@ def test_browsers_get_the_next_parts_headers_right_after_each_frame(make_daemon)
     d = make_daemon(TEST_PATTERN)
     separator = b"\r\n--shutterframe\r\nContent-Type: image/jpeg\r\n\r\n"
     with socket.create_connection(("127.0.0.1", d.port), timeout=5) as sock:
-        sock.sendall(b"GET /preview.mjpg?fps=2 HTTP/1.1\r\nHost: t\r\nSec-Fetch-Dest: image\r\n\r\n")
+        sock.sendall(b"GET /preview.mjpg?fps=2 HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Dest: image\r\n\r\n")
         data = b""
         while b"\r\n\r\n" not in data:
             data += sock.recv(65536)
