@@ -292,3 +292,32 @@ def test_chromium_shows_each_frame_when_it_arrives_not_one_late(daemon, browser)
     # The same stream without the advance headers: Chromium is one frame late, as it would be
     # with any server that sends a part's headers only with its frame.
     assert first_frame_seconds(browser, "fps=0.5&advance_headers=false") > 1.2
+
+
+def test_the_page_works_behind_tokens_with_the_browsers_credentials(make_daemon, browser, tmp_path):
+    """With tokens, a browser's first visit gets the login prompt (401, Basic); once it has the
+    credentials the page, the stream, Snap and the thumbnails all work, same-origin."""
+    token = "page-admin-token-0123456789"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"admin {token}\n")
+    d = make_daemon(["--auth-tokens", str(tokens), "--size", "640x480", "--fps", "30"])
+    status, headers, _ = d.request("GET", "/", headers={"Accept": BROWSER_ACCEPT})
+    assert status == 401 and "Basic realm=" in headers["www-authenticate"]
+    # What the browser sends once its user answered the prompt (any name, the token as password).
+    import base64
+    basic = "Basic " + base64.b64encode(f"me:{token}".encode()).decode()
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": basic}})
+    try:
+        open_page(browser, d)
+        preview = browser.find_element(By.ID, "preview")
+        wait(browser, lambda: browser.execute_script("return arguments[0].naturalWidth", preview) == 640,
+             message="the preview never showed a frame behind tokens")
+        browser.find_element(By.ID, "snap").click()
+        wait(browser, lambda: len(thumbnail_ids(browser)) == 1, message="Snap did not work behind tokens")
+        image = browser.find_element(By.CSS_SELECTOR, "#gallery li img")
+        wait(browser, lambda: browser.execute_script("return arguments[0].naturalWidth", image) == 320,
+             message="the thumbnail did not load behind tokens")
+        assert console_errors(browser) == []
+    finally:
+        browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {}})
