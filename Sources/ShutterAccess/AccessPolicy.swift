@@ -81,7 +81,8 @@ public final class AccessPolicy: HTTPRequestPolicy {
         // Unknown paths and methods are told apart only to those who may look.
         case .notFound, .methodNotAllowed: required = .view
         }
-        if let links = settings.links, required <= .view {
+        // Only where a link can be made: elsewhere `exp` and `sig` are the handler's to judge.
+        if let links = settings.links, required <= .view, SignedLinks.isLinkable(path) {
             switch links.check(request, path: path, nowSeconds: clock.wallMillisecondsNow() / 1000) {
             case .absent: break
             case .valid(let target): return .proceed(headers: cors, target: target)

@@ -521,13 +521,17 @@ extension HTTPRequestParser {
             // The last line is the empty one ending the head.
             lines.removeLast()
 
-            (method, target, version) = try Self.parseRequestLine(lines[0], limits: limits)
+            let authority: String?
+            (method, target, version, authority) = try Self.parseRequestLine(lines[0], limits: limits)
             headers = HTTPHeaders()
             for line in lines.dropFirst() {
                 let field = try Self.parseFieldLine(line)
                 headers.add(name: field.name, value: field.value)
             }
             try Self.checkHost(headers, version: version)
+            // RFC 9112 §3.2.2: with an absolute-form target the server ignores `Host` and uses
+            // the target's authority, so whatever checks the host checks the one that counts.
+            if let authority { headers.replaceOrAdd(name: "Host", value: authority) }
             framing = try Self.bodyFraming(headers, version: version)
             if case .length(let length) = framing, length > limits.maxBodyBytes {
                 throw .bodyTooLarge
@@ -537,9 +541,10 @@ extension HTTPRequestParser {
             expectsContinue = expectations && version != .http10
         }
 
-        /// Method, target (in origin-form) and version from `method SP target SP version` (RFC 9112 §3).
+        /// Method, target (in origin-form), version, and the authority of an absolute-form target,
+        /// from `method SP target SP version` (RFC 9112 §3).
         private static func parseRequestLine(_ line: ArraySlice<UInt8>, limits: HTTPParserLimits)
-            throws(HTTPParseError) -> (HTTPMethod, String, HTTPVersion)
+            throws(HTTPParseError) -> (HTTPMethod, String, HTTPVersion, String?)
         {
             guard let firstSpace = line.firstIndex(of: ASCII.space),
                 let secondSpace = line[(firstSpace + 1)...].firstIndex(of: ASCII.space)
@@ -558,8 +563,8 @@ extension HTTPRequestParser {
                 throw .malformed("the method '\(ASCII.printable(methodBytes))' is not a token")
             }
             let method = HTTPMethod(rawValue: String(decoding: methodBytes, as: UTF8.self))
-            let target = try parseTarget(targetBytes, method: method, limits: limits)
-            return (method, target, version)
+            let (target, authority) = try parseTarget(targetBytes, method: method, limits: limits)
+            return (method, target, version, authority)
         }
 
         /// `HTTP/1.0` or `HTTP/1.1`; a later HTTP/1.x is answered as 1.1 (RFC 9110 §6.2).
@@ -582,7 +587,7 @@ extension HTTPRequestParser {
         private static func parseTarget(
             _ bytes: ArraySlice<UInt8>, method: HTTPMethod, limits: HTTPParserLimits
         )
-            throws(HTTPParseError) -> String
+            throws(HTTPParseError) -> (target: String, authority: String?)
         {
             guard !bytes.isEmpty else {
                 throw .malformed("the request target is empty")
@@ -596,14 +601,14 @@ extension HTTPRequestParser {
                     "the request target contains a control character, space, '#' or non-ASCII byte")
             }
             if bytes.first == ASCII.slash {
-                return String(decoding: bytes, as: UTF8.self)
+                return (String(decoding: bytes, as: UTF8.self), nil)
             }
             if bytes.elementsEqual("*".utf8) {
                 // RFC 9112 §3.2.4: asterisk-form is only used for a server-wide OPTIONS.
                 guard method == .options else {
                     throw .malformed("the target '*' is only valid for OPTIONS")
                 }
-                return "*"
+                return ("*", nil)
             }
             for scheme in ["http://", "https://"] where ASCII.hasPrefixIgnoringCase(bytes, scheme) {
                 // RFC 9112 §3.2.2: absolute-form; the handlers see the same path as in origin-form.
@@ -613,11 +618,14 @@ extension HTTPRequestParser {
                     ?? bytes.endIndex
                 let authority = bytes[authorityStart..<authorityEnd]
                 // RFC 9110 §4.2.4: userinfo in an http URI is an error.
-                guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else {
+                guard !authority.isEmpty, authority.allSatisfy(ASCII.isHostCharacter) else {
                     throw .malformed("the absolute-form target has no valid authority")
                 }
                 let pathAndQuery = String(decoding: bytes[authorityEnd...], as: UTF8.self)
-                return pathAndQuery.first == "/" ? pathAndQuery : "/" + pathAndQuery
+                return (
+                    pathAndQuery.first == "/" ? pathAndQuery : "/" + pathAndQuery,
+                    String(decoding: authority, as: UTF8.self)
+                )
             }
             throw .malformed("the request target must start with '/' or be an absolute http URI")
         }

@@ -260,15 +260,19 @@ private func acceptedVersions(_ versionText: String, _ version: HTTPVersion) {
 }
 
 @Test(arguments: [
-    ("http://camera.local/library?limit=5", "/library?limit=5"),
-    ("HTTP://camera.local:8080/a", "/a"),
-    ("https://camera.local/b", "/b"),
-    ("http://camera.local", "/"),
-    ("http://camera.local?x=1", "/?x=1"),
+    ("http://camera.local/library?limit=5", "/library?limit=5", "camera.local"),
+    ("HTTP://camera.local:8080/a", "/a", "camera.local:8080"),
+    ("https://camera.local/b", "/b", "camera.local"),
+    ("http://camera.local", "/", "camera.local"),
+    ("http://camera.local?x=1", "/?x=1", "camera.local"),
+    // RFC 9112 §3.2.2: the target's authority, not the Host field, names the host.
+    ("http://evil.example/c", "/c", "evil.example"),
 ])
-private func absoluteFormBecomesOriginForm(_ sent: String, _ target: String) {
+private func absoluteFormBecomesOriginFormAndItsAuthorityTheHost(
+    _ sent: String, _ target: String, _ host: String
+) {
     let steps = feed("GET \(sent) HTTP/1.1\r\nHost: camera.local\r\n\r\n")
-    #expect(steps == [.request(ParsedRequest("GET", target, headers: ["Host: camera.local"]))])
+    #expect(steps == [.request(ParsedRequest("GET", target, headers: ["Host: \(host)"]))])
 }
 
 @Test private func asteriskFormIsAcceptedForOptions() {

@@ -194,6 +194,8 @@ def test_signed_links_grant_view_for_one_path_until_they_expire(protected):
     assert d.request("GET", url[:-3] + ("AAA" if not url.endswith("AAA") else "BBB"))[0] == 403
     # A link is for reading: a delete on its path is still not a route (nothing learnt, nothing lost).
     assert d.request("DELETE", url)[0] == 405
+    # Where no link can be made, exp and sig are ordinary (here unknown) parameters.
+    assert d.request("GET", "/library?exp=1", headers=bearer(VIEW))[0] == 400
     assert d.request("DELETE", f"/library/{picture}?" + url.split("?")[1])[0] == 401
     assert d.request("GET", f"/library/{picture}", headers=bearer(VIEW))[0] == 200
     # The signature is a credential: it is not written to the access log.
@@ -233,6 +235,11 @@ def test_host_must_name_this_daemon(make_daemon):
         assert json.loads(body)["error"] == "unknown host"
     # Also for requests that change state: a rebinding page cannot snap either.
     assert d.request("POST", "/snap", headers={"Host": "evil.example"})[0] == 421
+    # An absolute-form target names the host itself (RFC 9112 §3.2.2), whatever Host says.
+    answer = d.raw(b"GET http://evil.example/library HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 421 "), answer[:100]
+    answer = d.raw(b"GET http://localhost/library HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
 
 
 def test_cross_site_requests_cannot_change_state_even_on_loopback(daemon):
