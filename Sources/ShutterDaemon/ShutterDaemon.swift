@@ -21,12 +21,17 @@ public final class ShutterDaemon {
 
     private let configuration: ShutterConfiguration
     private let signalDescriptor: Int32
+    /// The process's environment: systemd's `$NOTIFY_SOCKET` and `$WATCHDOG_USEC` are read here.
+    private let environment: [String: String]
     private let logger: Logger
 
     /// `signalDescriptor` comes from `TerminationSignals.blockAndOpenDescriptor()`, called first in `main`.
-    public init(configuration: ShutterConfiguration, signalDescriptor: Int32) {
+    public init(
+        configuration: ShutterConfiguration, signalDescriptor: Int32, environment: [String: String] = [:]
+    ) {
         self.configuration = configuration
         self.signalDescriptor = signalDescriptor
+        self.environment = environment
         self.logger = Logger(label: "shutterd", level: configuration.logLevel)
     }
 
@@ -98,7 +103,12 @@ public final class ShutterDaemon {
             configuration: httpConfiguration, router: api.router(), policy: policy,
             logger: logger.with("component", "http"), loop: loop)
         try server.start()
+        let notifier = SystemdNotifier(environment: environment, logger: logger.with("component", "systemd"))
+        if let notifier {
+            notifySystemd(notifier, capture: capture, preview: preview, loop: loop, clock: clock)
+        }
         let signals = SignalWatcher(descriptor: signalDescriptor) { [logger] signal in
+            notifier?.notify("STOPPING=1\nSTATUS=shutting down")
             logger.notice("shutting down", ["signal": String(signal)])
             server.shutdown { loop.stop() }
         }
@@ -121,6 +131,34 @@ public final class ShutterDaemon {
         // Logged once everything else has stopped.
         stopInReverse.insert({ [logger] in logger.notice("stopped") }, at: 0)
         return 0
+    }
+
+    /// Tells systemd, on every tick of the loop, whether the daemon is ready, what it is doing,
+    /// and (with `WatchdogSec=`) that the loop and the capture thread are alive.
+    private func notifySystemd(
+        _ notifier: SystemdNotifier, capture: CaptureService, preview: LivePreview<PreviewPart>,
+        loop: EventLoop,
+        clock: SystemClock
+    ) {
+        var notifications = ServiceNotifications(
+            watchdogIntervalNanoseconds: notifier.watchdogIntervalNanoseconds)
+        let logger = logger.with("component", "systemd")
+        loop.addTickHandler {
+            let status = capture.status
+            let snapshot = ServiceNotifications.Snapshot(
+                phase: status.phase, framesCaptured: status.framesCaptured, width: status.mode.width,
+                height: status.mode.height, fps: status.mode.fps, viewers: preview.statistics.viewers.count,
+                failure: status.failure?.description)
+            let wasWithholding = notifications.isWithholdingWatchdog
+            for message in notifications.messages(for: snapshot, now: clock.monotonicNow()) {
+                notifier.notify(message)
+            }
+            if notifications.isWithholdingWatchdog && !wasWithholding {
+                logger.error(
+                    "the capture thread has made no progress for a watchdog interval; withholding WATCHDOG=1 so systemd restarts the daemon",
+                    ["phase": "\(snapshot.phase)", "frames_captured": String(snapshot.framesCaptured)])
+            }
+        }
     }
 
     /// Raises the soft descriptor limit to the hard one: each connection needs a socket and,

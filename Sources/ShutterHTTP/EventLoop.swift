@@ -37,6 +37,8 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
     /// Runs on the loop thread on every tick.
     public var onTick: (() -> Void)?
+    /// Also run on the loop thread on every tick, after `onTick`, in the order added.
+    private var tickHandlers: [() -> Void] = []
     /// Runs on the loop thread once the events of one wake-up are handled, before it waits again
     /// (the access log writes its batch here).
     public var afterEvents: (() -> Void)?
@@ -142,6 +144,7 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
                     } else if descriptor == tickDescriptor {
                         drainCounter(tickDescriptor)
                         onTick?()
+                        for handler in tickHandlers { handler() }
                     }
                     continue
                 }
@@ -157,6 +160,13 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
         }
         runPendingTasks()
         afterEvents?()
+    }
+
+    /// Runs `handler` on the loop thread on every tick from now on (call before `run()` or on the
+    /// loop thread): periodic work that must stop when the loop does, such as systemd's watchdog.
+    public func addTickHandler(_ handler: @escaping () -> Void) {
+        assert(inEventLoop || !running)
+        tickHandlers.append(handler)
     }
 
     /// Makes `run()` return after the current iteration; safe from any thread.

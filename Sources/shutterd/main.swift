@@ -36,7 +36,11 @@ do {
         print("shutterd \(ShutterDaemon.version)")
         exit(0)
     case .run(let configuration):
-        exit(ShutterDaemon(configuration: configuration, signalDescriptor: signalDescriptor).run())
+        exit(
+            ShutterDaemon(
+                configuration: configuration, signalDescriptor: signalDescriptor, environment: environment
+            )
+            .run())
     }
 } catch {
     StandardErrorSink.shared.write("shutterd: \(error)")

@@ -1040,10 +1040,21 @@ static bool is_nonblocking(int fd) {
  * queue. When the O_NONBLOCK flag was given to the open() function, VIDIOC_DQBUF returns
  * immediately with an EAGAIN error code when no buffer is available." Not streaming is EINVAL
  * (videobuf2: "streaming off, will not wait for buffers"). */
+/* Buffers dequeued since the library loaded, for EMUCAM_HANG_AFTER. */
+static unsigned dequeued_total;
+/* Never signalled: a hung DQBUF waits on it for good (it releases the lock, as a driver stuck
+ * in the kernel would leave the rest of the process running). */
+static pthread_cond_t never_signalled = PTHREAD_COND_INITIALIZER;
+
 static int dequeue_buffer(struct handle *handle, struct v4l2_buffer *buffer) {
     int error = check_buffer(handle, buffer, false, false);
     if (error != 0) {
         return error;
+    }
+    if (emu_knobs.hang_after > 0 && dequeued_total >= emu_knobs.hang_after) {
+        for (;;) {
+            pthread_cond_wait(&never_signalled, &lock);
+        }
     }
     struct device *device = handle->device;
     unsigned index;
@@ -1063,6 +1074,7 @@ static int dequeue_buffer(struct handle *handle, struct v4l2_buffer *buffer) {
         pthread_cond_wait(&device->done, &lock);
     }
     device->buffers[index].state = BUFFER_DEQUEUED;
+    dequeued_total++;
     char byte;
     ssize_t received = recv(handle->fd, &byte, 1, MSG_DONTWAIT);
     (void)received;

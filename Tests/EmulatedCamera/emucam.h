@@ -69,6 +69,7 @@ struct emu_knobs {
     double unplug_seconds;   /* how long the path is gone */
     unsigned unplug_times;   /* EMU_UNLIMITED or how many unplugs happen at most */
     unsigned stall_after;    /* frames per stream; 0 = never */
+    unsigned hang_after;     /* buffers dequeued, then DQBUF never returns; 0 = never */
     int open_error;          /* errno for every open(), 0 = none */
     unsigned no_dht_every;   /* strip DHT from every Nth MJPEG frame; 0 = never */
     unsigned corrupt_every;  /* truncate every Nth MJPEG frame; 0 = never */

@@ -222,6 +222,7 @@ void emu_knobs_load(void) {
     emu_knobs.unplug_seconds = read_seconds("EMUCAM_UNPLUG_SECONDS", 1.0);
     emu_knobs.unplug_times = read_unsigned("EMUCAM_UNPLUG_TIMES", 1, 0, 1000000000);
     emu_knobs.stall_after = read_unsigned("EMUCAM_STALL_AFTER", 0, 0, 1000000000);
+    emu_knobs.hang_after = read_unsigned("EMUCAM_HANG_AFTER", 0, 0, 1000000000);
     load_open_error();
     load_no_dht();
     emu_knobs.corrupt_every = read_unsigned("EMUCAM_CORRUPT_EVERY", 0, 0, 1000000);

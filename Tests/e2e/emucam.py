@@ -25,6 +25,7 @@ KNOBS = (
     "unplug_seconds",  # how long it stays gone (1)
     "unplug_times",    # how many unplugs at most, 0 = every time (1)
     "stall_after",     # frames per stream until frames stop without an error
+    "hang_after",      # buffers dequeued until VIDIOC_DQBUF never returns (a wedged driver)
     "open_error",      # errno name open() fails with: EACCES, EBUSY, ...
     "mjpeg_no_dht",    # True or "every:N": MJPEG frames without Huffman tables
     "corrupt_every",   # every Nth MJPEG frame truncated
