@@ -18,6 +18,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var fps = 30
     public var quality = 85
     public var logLevel = Logger.Level.info
+    /// `text` (`key=value`) or `json` (one object a line) log lines.
+    public var logFormat = LogStyle.Format.text
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
     /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
@@ -216,6 +218,17 @@ extension ConfigurationKey {
                     config.logLevel = level
                 },
                 current: { $0.logLevel.rawValue }),
+            ConfigurationKey(
+                name: "log_format", valueName: "FORMAT",
+                help:
+                    "log lines as text (time level label: message key=value) or json (one object a line: ts, level, label, msg and the fields), for journald, Loki or Elastic",
+                apply: { config, text in
+                    guard let format = LogStyle.Format(rawValue: text.lowercased()) else {
+                        throw ConfigurationError("log_format: '\(text)' is not text or json")
+                    }
+                    config.logFormat = format
+                },
+                current: { $0.logFormat.rawValue }),
             boolean("access_log", "log one line per HTTP request", \.accessLog),
             integer(
                 "snap_timeout_ms", "MS",

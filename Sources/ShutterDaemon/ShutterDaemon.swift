@@ -32,7 +32,11 @@ public final class ShutterDaemon {
         self.configuration = configuration
         self.signalDescriptor = signalDescriptor
         self.environment = environment
-        self.logger = Logger(label: "shutterd", level: configuration.logLevel)
+        self.logger = Logger(
+            label: "shutterd", level: configuration.logLevel,
+            style: LogStyle(
+                format: configuration.logFormat,
+                journalPriorities: LogStyle.stderrIsJournal(environment: environment)))
     }
 
     /// Runs until a termination signal, then shuts down gracefully; returns the exit status.

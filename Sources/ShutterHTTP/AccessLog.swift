@@ -60,23 +60,31 @@ final class AccessLog {
     ) {
         guard logger.isEnabled(.info) else { return }
         let elapsed = clock.monotonicNow().nanoseconds(since: startedAt)
+        let style = logger.style
+        LogLine.appendStart(to: &buffer, style: style, level: .info)
         timestamps.append(millisecondsSince1970: clock.wallMillisecondsNow(), to: &buffer)
-        // The time is already in the buffer, from the cache.
-        LogLine.appendHead(to: &buffer, timestamp: [], level: .info, label: logger.label, message: "request")
+        LogLine.appendHead(to: &buffer, style: style, level: .info, label: logger.label, message: "request")
         for field in fields {
             switch field {
-            case .fixed(let key, let value): LogLine.appendField(to: &buffer, key: key, value: value)
-            case .request(.bytes): LogLine.appendField(to: &buffer, key: "bytes", value: String(bytes))
+            case .fixed(let key, let value):
+                LogLine.appendField(to: &buffer, style: style, key: key, value: value)
+            case .request(.bytes):
+                LogLine.appendField(to: &buffer, style: style, key: "bytes", value: String(bytes))
             case .request(.durationMilliseconds):
                 LogLine.appendField(
-                    to: &buffer, key: "duration_ms", value: Timestamp.thousandths(elapsed / 1000))
-            case .request(.method): LogLine.appendField(to: &buffer, key: "method", value: method.rawValue)
+                    to: &buffer, style: style, key: "duration_ms",
+                    value: Timestamp.thousandths(elapsed / 1000))
+            case .request(.method):
+                LogLine.appendField(to: &buffer, style: style, key: "method", value: method.rawValue)
             case .request(.requestID):
-                LogLine.appendField(to: &buffer, key: "request_id", value: String(requestID))
-            case .request(.status): LogLine.appendField(to: &buffer, key: "status", value: String(status))
-            case .request(.target): LogLine.appendField(to: &buffer, key: "target", value: target)
+                LogLine.appendField(to: &buffer, style: style, key: "request_id", value: String(requestID))
+            case .request(.status):
+                LogLine.appendField(to: &buffer, style: style, key: "status", value: String(status))
+            case .request(.target):
+                LogLine.appendField(to: &buffer, style: style, key: "target", value: target)
             }
         }
+        LogLine.appendEnd(to: &buffer, style: style)
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= Self.flushThreshold { flush() }
     }

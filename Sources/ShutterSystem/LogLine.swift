@@ -1,24 +1,92 @@
-/// Log lines as UTF-8 bytes, in the one format every line has:
-/// `2026-11-30T04:10:00.123Z info label: message key=value key="a value"`, keys sorted.
-///
-/// Written into a caller's buffer, so a line costs no allocation beyond the buffer's growth:
-/// the access log builds one per request on the event loop.
-public enum LogLine {
-    /// Appends the time, level, label and message.
-    public static func appendHead(
-        to bytes: inout [UInt8], timestamp: [UInt8], level: Logger.Level, label: String, message: String
-    ) {
-        bytes += timestamp
-        bytes.append(UInt8(ascii: " "))
-        bytes += level.rawValue.utf8
-        bytes.append(UInt8(ascii: " "))
-        bytes += label.utf8
-        bytes += ": ".utf8
-        bytes += message.utf8
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How log lines are written: `key=value` text or one JSON object a line, and whether each
+/// starts with its syslog priority (`<6>`) for journald.
+public struct LogStyle: Sendable, Equatable {
+    public enum Format: String, Sendable, CaseIterable {
+        /// `2026-11-30T04:10:00.123Z info label: message key=value`
+        case text
+        /// `{"ts":"2026-11-30T04:10:00.123Z","level":"info","label":"…","msg":"…","key":"value"}`
+        case json
     }
 
-    /// Appends ` key=value`, quoting a value that is empty or holds a space, `"` or `=`.
-    public static func appendField(to bytes: inout [UInt8], key: String, value: String) {
+    public var format: Format
+    /// Prefix each line with `<N>`, its syslog priority (sd-daemon(3)), so that journald files
+    /// it at the right level and `journalctl -p warning` works.
+    public var journalPriorities: Bool
+
+    public init(format: Format = .text, journalPriorities: Bool = false) {
+        self.format = format
+        self.journalPriorities = journalPriorities
+    }
+
+    /// Whether stderr is the journal stream systemd set up (`$JOURNAL_STREAM` names its device
+    /// and inode, systemd.exec(5)): only then are priorities prefixed, not when stderr was
+    /// redirected elsewhere by the service or its user.
+    public static func stderrIsJournal(environment: [String: String]) -> Bool {
+        guard let stream = environment["JOURNAL_STREAM"] else { return false }
+        let parts = stream.split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else {
+            return false
+        }
+        var info = stat()
+        guard fstat(2, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+    }
+}
+
+/// Log lines as UTF-8 bytes, in the one shape every line has, in the chosen `LogStyle`:
+/// `2026-11-30T04:10:00.123Z info label: message key=value key="a value"`, keys sorted, or the
+/// same as a JSON object.
+///
+/// Written into a caller's buffer, so a line costs no allocation beyond the buffer's growth:
+/// the access log builds one per request on the event loop. A line is `appendStart`, the
+/// timestamp, `appendHead`, `appendField` for each field, `appendEnd`.
+public enum LogLine {
+    /// Appends what comes before the timestamp: the priority, and the JSON object's opening.
+    public static func appendStart(to bytes: inout [UInt8], style: LogStyle, level: Logger.Level) {
+        if style.journalPriorities {
+            bytes.append(UInt8(ascii: "<"))
+            bytes.append(UInt8(ascii: "0") + priority(level))
+            bytes.append(UInt8(ascii: ">"))
+        }
+        if style.format == .json { bytes += #"{"ts":""#.utf8 }
+    }
+
+    /// Appends what follows the timestamp: the level, label and message.
+    public static func appendHead(
+        to bytes: inout [UInt8], style: LogStyle, level: Logger.Level, label: String, message: String
+    ) {
+        switch style.format {
+        case .text:
+            bytes.append(UInt8(ascii: " "))
+            bytes += level.rawValue.utf8
+            bytes.append(UInt8(ascii: " "))
+            bytes += label.utf8
+            bytes += ": ".utf8
+            bytes += message.utf8
+        case .json:
+            bytes += #"","level":""#.utf8
+            bytes += level.rawValue.utf8
+            bytes += #"","label":"#.utf8
+            appendJSONString(to: &bytes, label)
+            bytes += #","msg":"#.utf8
+            appendJSONString(to: &bytes, message)
+        }
+    }
+
+    /// Appends one field: ` key=value` (quoting a value that is empty or holds a space, `"` or
+    /// `=`), or `,"key":"value"`.
+    public static func appendField(to bytes: inout [UInt8], style: LogStyle, key: String, value: String) {
+        if style.format == .json {
+            bytes.append(UInt8(ascii: ","))
+            appendJSONString(to: &bytes, key)
+            bytes.append(UInt8(ascii: ":"))
+            appendJSONString(to: &bytes, value)
+            return
+        }
         bytes.append(UInt8(ascii: " "))
         bytes += key.utf8
         bytes.append(UInt8(ascii: "="))
@@ -40,9 +108,47 @@ public enum LogLine {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Ends the line (without its newline).
+    public static func appendEnd(to bytes: inout [UInt8], style: LogStyle) {
+        if style.format == .json { bytes.append(UInt8(ascii: "}")) }
+    }
+
     /// `2026-11-30T04:10:00.123Z` for `millisecondsSince1970`, as bytes.
     public static func timestamp(millisecondsSince1970 milliseconds: Int64) -> [UInt8] {
         Array(Timestamp.iso8601(millisecondsSince1970: milliseconds).utf8)
+    }
+
+    /// The syslog priority of `level` (syslog(3)): debug 7 … critical 2.
+    static func priority(_ level: Logger.Level) -> UInt8 {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// `text` as a JSON string (RFC 8259 §7): quotes, backslashes and control characters escaped.
+    static func appendJSONString(to bytes: inout [UInt8], _ text: String) {
+        let hex = Array("0123456789abcdef".utf8)
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += #"\""#.utf8
+            case UInt8(ascii: "\\"): bytes += #"\\"#.utf8
+            case UInt8(ascii: "\n"): bytes += #"\n"#.utf8
+            case UInt8(ascii: "\r"): bytes += #"\r"#.utf8
+            case UInt8(ascii: "\t"): bytes += #"\t"#.utf8
+            case 0..<0x20:
+                bytes += #"\u00"#.utf8
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

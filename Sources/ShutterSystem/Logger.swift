@@ -31,13 +31,19 @@ public struct Logger: Sendable {
     public var logLevel: Level
     /// Key-value pairs attached to every line from this logger.
     public var metadata: [String: String]
+    /// Text or JSON, with or without journald priorities.
+    public let style: LogStyle
     private let sink: any Sink
 
-    public init(label: String, level: Level = .info, sink: any Sink = StandardErrorSink.shared) {
+    public init(
+        label: String, level: Level = .info, sink: any Sink = StandardErrorSink.shared,
+        style: LogStyle = LogStyle()
+    ) {
         self.label = label
         self.logLevel = level
         self.metadata = [:]
         self.sink = sink
+        self.style = style
     }
 
     /// A copy with `value` attached under `key`.
@@ -53,16 +59,16 @@ public struct Logger: Sendable {
     ) {
         guard level >= logLevel else { return }
         var line: [UInt8] = []
-        LogLine.appendHead(
-            to: &line,
-            timestamp: LogLine.timestamp(millisecondsSince1970: SystemClock().wallMillisecondsNow()),
-            level: level, label: label, message: message())
+        LogLine.appendStart(to: &line, style: style, level: level)
+        line += LogLine.timestamp(millisecondsSince1970: SystemClock().wallMillisecondsNow())
+        LogLine.appendHead(to: &line, style: style, level: level, label: label, message: message())
         let extra = metadata()
         for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: {
             $0.key < $1.key
         }) {
-            LogLine.appendField(to: &line, key: key, value: value)
+            LogLine.appendField(to: &line, style: style, key: key, value: value)
         }
+        LogLine.appendEnd(to: &line, style: style)
         sink.write(String(decoding: line, as: UTF8.self))
     }
 

@@ -48,7 +48,8 @@ class Daemon:
         for raw in self.process.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.log_lines.append(line)
-            match = re.search(r"listening .*address=[^ ]*:(\d+)", line)
+            match = (re.search(r"listening .*address=[^ ]*:(\d+)", line)
+                     or re.search(r'"msg":"listening".*"address":"[^"]*:(\d+)"', line))
             if match:
                 self.port = int(match.group(1))
                 self._listening.set()

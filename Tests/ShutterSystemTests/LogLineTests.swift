@@ -1,0 +1,41 @@
+import ShutterSystem
+import ShutterTestSupport
+import Testing
+
+@Suite struct LogLineTests {
+    private func line(_ style: LogStyle, _ level: Logger.Level = .warning) -> String {
+        let sink = RecordingLogSink()
+        let logger = Logger(label: "shutterd", level: .info, sink: sink, style: style).with(
+            "component", "http")
+        logger.log(level, "camera \"failed\"", ["error": "a b\nc", "n": "1"])
+        return sink.lines.joined()
+    }
+
+    @Test func textLinesAreKeyValue() {
+        let text = line(LogStyle())
+        #expect(
+            text.hasSuffix(#" warning shutterd: camera "failed" component=http error="a b"# + "\nc\" n=1"))
+        #expect(text.first?.isNumber == true)
+    }
+
+    @Test func jsonLinesAreOneObjectWithEveryFieldEscaped() throws {
+        let json = line(LogStyle(format: .json))
+        #expect(json.hasPrefix(#"{"ts":""#))
+        #expect(
+            json.hasSuffix(
+                #"","level":"warning","label":"shutterd","msg":"camera \"failed\"","component":"http","error":"a b\nc","n":"1"}"#
+            ))
+    }
+
+    @Test func journalLinesStartWithTheirSyslogPriority() {
+        #expect(line(LogStyle(journalPriorities: true), .warning).hasPrefix("<4>2"))
+        #expect(line(LogStyle(journalPriorities: true), .error).hasPrefix("<3>2"))
+        #expect(line(LogStyle(format: .json, journalPriorities: true), .notice).hasPrefix(#"<5>{"ts":"#))
+    }
+
+    @Test func stderrIsTheJournalOnlyWhenItsDeviceAndInodeMatch() {
+        #expect(!LogStyle.stderrIsJournal(environment: [:]))
+        #expect(!LogStyle.stderrIsJournal(environment: ["JOURNAL_STREAM": "1:2"]))
+        #expect(!LogStyle.stderrIsJournal(environment: ["JOURNAL_STREAM": "garbage"]))
+    }
+}

@@ -1,0 +1,57 @@
+"""Log lines as operators read them: JSON a line with --log-format json, request ids that match
+the response's X-Request-Id, and journald priorities only when stderr is the journal."""
+
+import json
+import time
+
+
+def test_json_logs_are_one_object_a_line_with_the_request_id_of_the_response(make_daemon):
+    d = make_daemon(["--log-format", "json", "--size", "320x240"])
+    status, headers, _ = d.request("POST", "/snap")
+    assert status == 201
+    request_id = headers["x-request-id"]
+    deadline = time.monotonic() + 5
+    while not any('"msg":"request"' in line and '"POST"' in line for line in d.log_lines):
+        assert time.monotonic() < deadline, d.log_lines
+        time.sleep(0.02)
+    records = [json.loads(line) for line in d.log_lines]  # every line parses
+    for record in records:
+        assert {"ts", "level", "label", "msg"} <= record.keys(), record
+    access = [r for r in records if r["msg"] == "request" and r["method"] == "POST"]
+    assert access[0]["request_id"] == request_id
+    assert access[0]["status"] == "201" and access[0]["target"] == "/snap"
+    assert any(r["msg"] == "listening" and r["level"] == "notice" for r in records)
+
+
+def test_text_logs_have_no_priority_prefix_outside_the_journal(make_daemon):
+    d = make_daemon(["--size", "320x240"], env={"JOURNAL_STREAM": "1:1"})
+    assert all(not line.startswith("<") for line in d.log_lines)
+    assert any(" notice shutterd: listening " in line for line in d.log_lines)
+
+
+def test_under_the_journal_each_line_starts_with_its_priority(tmp_path):
+    """stderr is the stream systemd names in JOURNAL_STREAM (its device and inode): here a pipe
+    the test makes and names the same way."""
+    import os
+    import signal
+    import subprocess
+    from conftest import BINARY
+    read_end, write_end = os.pipe()
+    info = os.fstat(write_end)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHUTTERD_")}
+    env["JOURNAL_STREAM"] = f"{info.st_dev}:{info.st_ino}"
+    process = subprocess.Popen([BINARY, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d"),
+                                "--size", "320x240", "--camera", "/dev/nonexistent-video9"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write_end, env=env)
+    os.close(write_end)
+    lines = []
+    with os.fdopen(read_end) as stream:
+        for line in stream:
+            lines.append(line.rstrip("\n"))
+            if "listening" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        process.wait(20)
+    assert any(line.startswith("<5>") and "listening" in line for line in lines), lines
+    assert any(line.startswith("<3>") and "camera failed" in line for line in lines), lines
+    assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines
