@@ -228,8 +228,17 @@ extension ConfigurationKey {
             "a snap that would leave less free disk than this is refused with 507, storing nothing (0: off)",
             range: 0...Int.max, \.minFreeBytes),
         integer(
-            "max_connections", "N", "open HTTP connections; more are answered 503", range: 1...100_000,
-            \.http.maxConnections),
+            "max_connections", "N",
+            "open HTTP connections; more are answered 503 (lowered to fit the descriptor limit, with a warning)",
+            range: 1...100_000, \.http.maxConnections),
+        integer(
+            "max_connections_per_peer", "N",
+            "open HTTP connections from one client address, loopback included; more are answered 503 (0: a quarter of max_connections)",
+            range: 0...100_000, \.http.maxConnectionsPerPeer),
+        integer(
+            "header_timeout_ms", "MS",
+            "time from accepting a connection until its first request head is complete: silence is closed without an answer, a partial head gets 408",
+            range: 100...3_600_000, \.http.headerTimeoutMilliseconds),
         integer(
             "request_timeout_ms", "MS",
             "time from a request's first byte until it must be complete (else 408: the slowloris defence)",

@@ -157,3 +157,51 @@ def test_running_out_of_descriptors_pauses_accepting_without_spinning(make_daemo
             sock.close()
     time.sleep(0.5)
     assert d.request("GET", "/healthz")[0] == 200
+
+
+def _get_healthz(port, source, timeout=5):
+    """GET /healthz from the loopback address `source`; returns the raw answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_silent_connections_do_not_lock_out_honest_clients(make_daemon):
+    # The idle timeout is a minute; silent connections must be dropped long before it.
+    d = make_daemon(["--size", "320x240", "--max-connections", "64", "--max-connections-per-peer", "16",
+                     "--header-timeout-ms", "1000", "--idle-timeout-ms", "60000"])
+    silent = []
+    try:
+        for _ in range(200):
+            silent.append(socket.create_connection(("127.0.0.1", d.port), timeout=5))
+        time.sleep(0.2)
+        # Another client address is served at once: one address cannot take every slot.
+        start = time.monotonic()
+        answer = _get_healthz(d.port, "127.0.0.2")
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert time.monotonic() - start < 1
+        # The silent client's own address is over its limit: a 503 in JSON, at once.
+        answer = _get_healthz(d.port, "127.0.0.1")
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        assert "127.0.0.1" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["detail"]
+        # Within the header timeout the held ones are closed without a word, and the address is served again.
+        held = 0
+        for sock in silent:
+            sock.settimeout(5)
+            try:
+                data = sock.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                continue
+            if data == b"":
+                held += 1
+        assert held == 16
+        assert time.monotonic() - start < 4
+        assert _get_healthz(d.port, "127.0.0.1").startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in silent:
+            sock.close()
+    refusals = [line for line in d.log_lines if "over its limit" in line]
+    assert len(refusals) == 1, refusals
