@@ -47,7 +47,8 @@ import Testing
             let id = try await fixture.create(#"{"kind": "delayed", "delay": 60}"#)
             fixture.catalog.failUpdates(true)
             let cancelled = try #require(try await fixture.service.cancel(id: id))
-            #expect(cancelled.record.state == "cancelled")
+            // Required: without it there is no retry to wait for below.
+            try #require(cancelled.record.state == "cancelled")
             #expect(cancelled.record.finishedAt == fixture.clock.wallMillisecondsNow())
             #expect(try await fixture.service.job(id: id)?.record.state == "cancelled")
             #expect(try await fixture.service.jobs(limit: 10).map(\.record.state) == ["cancelled"])
@@ -60,7 +61,9 @@ import Testing
             #expect(try await fixture.stored(id).state == "scheduled")
             fixture.catalog.failUpdates(false)
             fixture.clock.advance(by: 2 * Self.second)
-            while try await fixture.stored(id).state != "cancelled" { await Task.yield() }
+            for _ in 0..<100_000 where try await fixture.stored(id).state != "cancelled" {
+                await Task.yield()
+            }
             let stored = try await fixture.stored(id)
             #expect(
                 stored.finishedAt == cancelled.record.finishedAt, "the instant it ended, not of the retry")
@@ -95,7 +98,7 @@ import Testing
             let fixture = try Fixture(directory)
             let id = try await fixture.create(#"{"kind": "delayed", "delay": 60}"#)
             fixture.catalog.failUpdates(true)
-            _ = try await fixture.service.cancel(id: id)
+            try #require(try await fixture.service.cancel(id: id)?.record.state == "cancelled")
             #expect(fixture.catalog.updatesTried == 1)
             let delays = JobService.saveRetryDelaysNanoseconds
             #expect(delays.count == 6 && delays.first == Self.second && delays.last == 32 * Self.second)
@@ -104,7 +107,8 @@ import Testing
                 let asleep = fixture.clock.monotonicNow()
                 #expect(fixture.clock.nextDeadline == asleep.advanced(by: delay))
                 fixture.clock.advance(by: delay)
-                while fixture.catalog.updatesTried < attempt + 2 { await Task.yield() }
+                for _ in 0..<100_000 where fixture.catalog.updatesTried < attempt + 2 { await Task.yield() }
+                try #require(fixture.catalog.updatesTried == attempt + 2)
             }
             // Given up: nothing sleeps, nothing more is tried, and the job is still shown cancelled.
             for _ in 0..<100 { await Task.yield() }
