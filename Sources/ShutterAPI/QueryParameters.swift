@@ -92,7 +92,9 @@ struct QueryParameters {
     /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = values[name] else { return nil }
-        guard let value = Int64(text), range.contains(value) else {
+        // The same spelling as `number`'s, without a fraction (`Int64` alone also takes `+5`).
+        guard Self.decimal(text) != nil, !text.contains("."), let value = Int64(text), range.contains(value)
+        else {
             throw HTTPError(
                 .badRequest, "invalid parameter",
                 detail:

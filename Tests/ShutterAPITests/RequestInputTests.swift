@@ -55,6 +55,15 @@ private func refusal(_ parse: () throws -> Void) -> HTTPError? {
             }?.status == .badRequest)
     }
 
+    @Test(arguments: ["+5", "5.0", "0x5", "", "-", "1e1"])
+    func queryIntegersAreDecimalOnly(_ text: String) {
+        let request = HTTPRequest(method: .get, target: "/library?limit=\(text)")
+        #expect(
+            refusal { _ = try QueryParameters(request, allowed: ["limit"]).integer("limit", in: 1...500) }?
+                .status
+                == .badRequest)
+    }
+
     @Test func decimalQueryNumbersAreRead() throws {
         let options = try SnapOptions(HTTPRequest(method: .post, target: "/snap?delay=2.5"))
         #expect(options.delaySeconds == 2.5)
