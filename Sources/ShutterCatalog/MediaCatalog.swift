@@ -95,8 +95,11 @@ public actor MediaCatalog {
             self.storedBytes = totals.totalBytes
             self.thumbnailSizes = thumbnails.sizes
             self.storedThumbnailBytes = thumbnails.sizes.values.reduce(0) { $0 + $1.values.reduce(0, +) }
-            let shortage = Self.spaceShortage(
-                availableBytes: try Self.availableBytes(path: files.path), minimumFreeBytes: minimumFreeBytes)
+            // A file system statvfs cannot read is no reason to refuse to open: the first add
+            // checks again, and says why it fails.
+            let shortage = (try? Self.availableBytes(path: files.path)).flatMap {
+                Self.spaceShortage(availableBytes: $0, minimumFreeBytes: minimumFreeBytes)
+            }
             let now = clock.monotonicNow()
             space.withLock {
                 $0.reason = shortage
