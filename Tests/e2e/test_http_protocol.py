@@ -232,3 +232,16 @@ def test_bodies_and_queries_that_say_two_things_are_refused(daemon):
     assert status == 400 and answer["error"] == "unknown parameter", answer
     assert daemon.json("GET", "/library?limit=%ff")[0] == 400
     assert len(daemon.json("GET", "/library")[2]["items"]) == 1, "nothing was taken by the refused snaps"
+
+
+def test_max_connections_is_lowered_to_fit_the_descriptor_limit(make_daemon):
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    d = make_daemon(["--size", "320x240"], preexec_fn=low_limit)
+    lowered = [line for line in d.log_lines if "max_connections lowered" in line]
+    # (256 - 128) / 2: two descriptors a connection after the daemon's own headroom.
+    assert len(lowered) == 1 and "max_connections=64" in lowered[0], d.log_lines
+    assert d.request("GET", "/healthz")[0] == 200
