@@ -327,8 +327,8 @@ public actor JobService {
             id: id,
             JobEnd(
                 state: schedule.state.rawValue, taken: schedule.taken, missed: schedule.missed,
-                lastFailure: schedule.lastFailure, finishedAt: 0),
-            finished: false)
+                lastFailure: schedule.lastFailure, finishedAt: clock.wallMillisecondsNow()),
+            finished: schedule.state.isFinal)
     }
 
     /// Writes a job's row; false (logged) if the catalog failed.
