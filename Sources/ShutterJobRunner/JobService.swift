@@ -85,11 +85,17 @@ public actor JobService {
     }
 
     /// Stops the runner; jobs stay unfinished in the catalog and resume at the next start.
-    public func stop() {
+    ///
+    /// A job's end not stored yet is tried once more: left unstored, the job would resume at the
+    /// next start as if it had never ended.
+    public func stop() async {
         runner?.cancel()
         sleeper?.cancel()
         saver?.cancel()
         saver = nil
+        for (id, end) in unsavedEnds.sorted(by: { $0.key < $1.key }) where await store(id: id, end) {
+            unsavedEnds[id] = nil
+        }
         doorbell?.resume()
         doorbell = nil
         runner = nil

@@ -117,4 +117,17 @@ import Testing
             #expect(try await fixture.service.job(id: id)?.record.state == "cancelled")
         }
     }
+
+    @Test func stoppingTriesAnUnsavedEndOnceMoreSoItDoesNotResumeAtTheNextStart() async throws {
+        try await withTemporaryDirectory { directory in
+            let fixture = try Fixture(directory)
+            let id = try await fixture.create(#"{"kind": "delayed", "delay": 60}"#)
+            fixture.catalog.failUpdates(true)
+            try #require(try await fixture.service.cancel(id: id)?.record.state == "cancelled")
+            fixture.catalog.failUpdates(false)
+            await fixture.service.stop()
+            #expect(try await fixture.stored(id).state == "cancelled")
+            #expect(try await fixture.catalog.unfinishedJobs().isEmpty)
+        }
+    }
 }
