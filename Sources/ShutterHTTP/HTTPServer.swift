@@ -29,6 +29,9 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Addresses refused over their limit since they last went under it, with how many were
     /// refused: one log line when an episode starts and one when it ends.
     private var peersOverLimit: [String: Int] = [:]
+    /// Connections refused over `maxConnections` since the count last went under it, or nil:
+    /// logged once per episode too, so a flood of refusals is not a flood of log lines.
+    private var refusedOverLimit: Int?
     /// Connections refused over the limit, drained briefly so the 503 is not destroyed by a reset.
     private var rejected: [Int32: RejectedConnection] = [:]
     private var shutdownCompletion: (() -> Void)?
@@ -146,9 +149,14 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 logger.notice("accepting connections again")
             }
             if connections.count >= configuration.maxConnections {
-                logger.warning(
-                    "connection refused: over limit",
-                    ["max_connections": String(configuration.maxConnections)])
+                if let refused = refusedOverLimit {
+                    refusedOverLimit = refused + 1
+                } else {
+                    refusedOverLimit = 1
+                    logger.warning(
+                        "connections refused: over limit",
+                        ["max_connections": String(configuration.maxConnections)])
+                }
                 rejectOverLimit(descriptor, detail: "too many connections; try again later")
                 continue
             }
@@ -216,6 +224,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 logger.notice(
                     "connections accepted from a client again", ["peer": host, "refused": String(refused)])
             }
+        }
+        if let refused = refusedOverLimit, connections.count < configuration.maxConnections {
+            refusedOverLimit = nil
+            logger.notice("connections accepted again", ["refused": String(refused)])
         }
         resumeAccepting()
         finishShutdownIfDone()

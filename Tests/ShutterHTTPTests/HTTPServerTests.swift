@@ -267,6 +267,31 @@ import Testing
         }
     }
 
+    @Test func refusalsOverTheConnectionLimitAreLoggedOncePerEpisode() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
+                $0.maxConnections = 2
+                $0.maxConnectionsPerPeer = 2
+            }
+            defer { running.stop() }
+            let held = try [TestSocket(port: running.port), TestSocket(port: running.port)]
+            for socket in held {
+                try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                #expect(socket.readResponse()?.status == 200)
+            }
+            for _ in 0..<5 {
+                #expect(try TestSocket(port: running.port).readResponse()?.status == 503)
+            }
+            #expect(sink.lines.filter { $0.contains("refused: over limit") }.count == 1)
+            _ = Glibc.shutdown(held[0].descriptor, Int32(SHUT_RDWR))
+            for _ in 0..<1000 where running.connectionCount > 1 { usleep(1000) }
+            #expect(
+                sink.lines.filter { $0.contains("connections accepted again") && $0.contains("refused=5") }
+                    .count == 1)
+        }
+    }
+
     @Test func theDefaultPerClientLimitIsAQuarterOfTheConnections() {
         var configuration = HTTPServerConfiguration()
         #expect(configuration.effectiveMaxConnectionsPerPeer == 256)
