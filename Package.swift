@@ -97,7 +97,8 @@ let package = Package(
         .target(
             name: "ShutterTestSupport",
             dependencies: [
-                "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCapture", "ShutterJobRunner",
+                "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCapture", "ShutterCatalog",
+                "ShutterJobRunner",
             ],
             path: "Tests/ShutterTestSupport"),
         .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),

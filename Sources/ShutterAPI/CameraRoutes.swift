@@ -71,6 +71,7 @@ struct CameraRoutes: Sendable {
     /// Parses `{"name": integer-or-boolean, ...}`; anything else is a 400 saying what is expected.
     static func decodeControlValues(_ body: [UInt8]) throws -> [String: Int] {
         let expected = #"send a JSON object of control names and whole numbers, e.g. {"brightness": 10}"#
+        try requireUniqueKeys(body)
         guard !body.isEmpty,
             let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
             !object.isEmpty

@@ -53,8 +53,9 @@ struct MediaRoutes: Sendable {
     /// A task, because decoding and encoding take milliseconds of CPU. The thumbnail is at least
     /// `width` wide and, unless `width` is under an eighth of the picture's, under twice it:
     /// TurboJPEG's scaled decode (n/8) is the only resampling. A picture no wider than
-    /// `width` is served as it is. While the disk is at its floor (`min_free_bytes`) the
-    /// thumbnail is served without being cached.
+    /// `width` is served as it is. While the disk is full or at its floor (`min_free_bytes`), or
+    /// when caching it would take the library past `retention_max_bytes`, the thumbnail is served
+    /// without being cached.
     func thumbnail(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
         let id = try parameters.positiveID(of: "picture")
         let query = try QueryParameters(request, allowed: ["width"])
@@ -71,9 +72,13 @@ struct MediaRoutes: Sendable {
         let scaled = try JPEGDecoder.decodeRGB(jpeg, minimumWidth: requested)
         let bytes = try JPEGEncoder(quality: Self.thumbnailQuality).encodeRGB(
             scaled.pixels, width: scaled.width, height: scaled.height)
+        let cached: Bool
         do {
-            try await catalog.storeThumbnail(bytes, id: id, width: scaled.width)
+            cached = try await catalog.storeThumbnail(bytes, id: id, width: scaled.width)
         } catch CatalogError.storageFull {
+            cached = false
+        }
+        guard cached else {
             return try bytesResponse(
                 request, bytes, id: id, width: scaled.width, modified: modificationTime(original))
         }

@@ -26,6 +26,7 @@ struct PicturePatch: Decodable {
     /// Parses `{"keep": true|false}`; any other field or type is a 400 that names it.
     static func decodeKeep(_ body: [UInt8]) throws -> Bool {
         let expected = #"send {"keep": true} or {"keep": false}"#
+        try requireUniqueKeys(body)
         guard let patch = try? JSONDecoder().decode(PicturePatch.self, from: Data(body)) else {
             throw HTTPError(.badRequest, "invalid body", detail: "not a JSON object; \(expected)")
         }

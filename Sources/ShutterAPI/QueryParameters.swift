@@ -4,15 +4,27 @@ import ShutterHTTP
 struct QueryParameters {
     private let values: [String: String]
 
-    /// Throws 400 naming any parameter the endpoint does not know or that appears twice.
+    /// Throws 400 naming any parameter the endpoint does not know, that appears twice, or whose
+    /// percent-encoding is malformed or not UTF-8 (a pair that cannot be read is not ignored).
     init(_ request: HTTPRequest, allowed: Set<String>) throws {
         var values: [String: String] = [:]
-        for (name, value) in request.query {
-            guard allowed.contains(name) else {
-                let accepted = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
+        for (rawName, rawValue) in request.rawQuery {
+            guard let name = PercentEncoding.decode(rawName, plusAsSpace: true) else {
                 throw HTTPError(
                     .badRequest, "unknown parameter",
-                    detail: "unknown query parameter '\(name)'; accepted: \(accepted)")
+                    detail:
+                        "query parameter '\(rawName)' is not valid percent-encoded UTF-8; accepted: \(Self.describe(allowed))"
+                )
+            }
+            guard let value = PercentEncoding.decode(rawValue, plusAsSpace: true) else {
+                throw HTTPError(
+                    .badRequest, "invalid parameter",
+                    detail: "the value of query parameter '\(name)' is not valid percent-encoded UTF-8")
+            }
+            guard allowed.contains(name) else {
+                throw HTTPError(
+                    .badRequest, "unknown parameter",
+                    detail: "unknown query parameter '\(name)'; accepted: \(Self.describe(allowed))")
             }
             guard values[name] == nil else {
                 throw HTTPError(
@@ -21,6 +33,31 @@ struct QueryParameters {
             values[name] = value
         }
         self.values = values
+    }
+
+    private static func describe(_ allowed: Set<String>) -> String {
+        allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
+    }
+
+    /// Reads a plain decimal number (`5`, `0.25`, `-1`): Swift's `Double(_:)` also takes hex
+    /// (`0x5`), exponents, `inf` and `nan`, which no client means in a query.
+    static func decimal(_ text: String) -> Double? {
+        var digitsBeforePoint = 0
+        var digitsAfterPoint = 0
+        var seenPoint = false
+        for (offset, byte) in text.utf8.enumerated() {
+            switch byte {
+            case UInt8(ascii: "-") where offset == 0: continue
+            case UInt8(ascii: "."):
+                guard !seenPoint else { return nil }
+                seenPoint = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if seenPoint { digitsAfterPoint += 1 } else { digitsBeforePoint += 1 }
+            default: return nil
+            }
+        }
+        guard digitsBeforePoint > 0, !seenPoint || digitsAfterPoint > 0 else { return nil }
+        return Double(text)
     }
 
     /// A boolean parameter (`true`/`false`, `1`/`0`), or nil if absent; 400 if it is anything else.
@@ -43,7 +80,7 @@ struct QueryParameters {
     /// A number (fractions allowed) within `range`, or nil if absent; 400 if malformed or out of range.
     func number(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let text = values[name] else { return nil }
-        guard let value = Double(text), value.isFinite, range.contains(value) else {
+        guard let value = Self.decimal(text), value.isFinite, range.contains(value) else {
             throw HTTPError(
                 .badRequest, "invalid parameter",
                 detail:
@@ -55,7 +92,9 @@ struct QueryParameters {
     /// An integer parameter within `range`, or nil if absent; 400 if malformed or out of range.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = values[name] else { return nil }
-        guard let value = Int64(text), range.contains(value) else {
+        // The same spelling as `number`'s, without a fraction (`Int64` alone also takes `+5`).
+        guard Self.decimal(text) != nil, !text.contains("."), let value = Int64(text), range.contains(value)
+        else {
             throw HTTPError(
                 .badRequest, "invalid parameter",
                 detail:

@@ -21,6 +21,7 @@ struct SnapOptions {
         let compact = String(decoding: request.body, as: UTF8.self).filter { !$0.isWhitespace }
         var body: [String: JSONValue] = [:]
         if !compact.isEmpty, compact != "{}" {
+            try requireUniqueKeys(request.body)
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(request.body))
             else {
                 throw HTTPError(
@@ -62,7 +63,7 @@ struct SnapOptions {
         }
         let delay: Double?
         switch body["delay"] {
-        case nil: delay = delayText.map { Double($0) ?? .nan }
+        case nil: delay = delayText.map { QueryParameters.decimal($0) ?? .nan }
         case .number(let value)?: delay = value
         default: delay = .nan
         }

@@ -18,13 +18,19 @@ struct StatusRoutes: Sendable {
         router.add(.get, "/status", scope: .view, .task { request, _ in try await status(request) })
     }
 
-    /// `GET /healthz`: 200 while frames flow, 503 with the reason when the camera fails.
+    /// `GET /healthz`: 200 while frames flow and pictures can be stored; 503 with the reason
+    /// when the camera fails or snaps are refused for space.
     func health(_ request: HTTPRequest) throws -> HTTPResponse {
         _ = try QueryParameters(request, allowed: [])
         var object = JSONObjectWriter()
         if let failure = capture.status.failure {
             object.field("status", "degraded")
             object.field("reason", failure.description)
+            return .json(.serviceUnavailable, object.finished(), headers: ["Cache-Control": "no-store"])
+        }
+        if let shortage = catalog.spaceShortage() {
+            object.field("status", "degraded")
+            object.field("reason", "storage full: snaps are refused with 507: \(shortage)")
             return .json(.serviceUnavailable, object.finished(), headers: ["Cache-Control": "no-store"])
         }
         object.field("status", "ok")
@@ -55,7 +61,9 @@ struct StatusRoutes: Sendable {
         cameraObject.field("failure", camera.failure?.description)
         var libraryObject = JSONObjectWriter()
         libraryObject.field("pictures", statistics.count)
-        libraryObject.field("bytes", statistics.totalBytes)
+        // Thumbnails take disk too: `bytes` is what the library takes, as retention counts it.
+        libraryObject.field("bytes", statistics.totalBytes + statistics.thumbnailBytes)
+        libraryObject.field("thumbnail_bytes", statistics.thumbnailBytes)
         libraryObject.field("newest_id", statistics.newestID)
         let previewStatistics = preview.statistics
         let now = clock.monotonicNow()

@@ -6,10 +6,13 @@ public struct CatalogStatistics: Equatable, Sendable {
     public var totalBytes: Int64
     /// The id of the newest picture, or nil when the catalog is empty.
     public var newestID: Int64?
+    /// The sum of the sizes of their cached thumbnails, in bytes.
+    public var thumbnailBytes: Int64
 
-    public init(count: Int, totalBytes: Int64, newestID: Int64?) {
+    public init(count: Int, totalBytes: Int64, newestID: Int64?, thumbnailBytes: Int64 = 0) {
         self.count = count
         self.totalBytes = totalBytes
         self.newestID = newestID
+        self.thumbnailBytes = thumbnailBytes
     }
 }

@@ -54,4 +54,30 @@ extension MediaCatalog {
             removedTemporaryFiles: listing.temporaryFiles.sorted(), removedOrphanFileIDs: orphanIDs,
             removedRowIDs: missingIDs)
     }
+
+    /// Makes `thumbs/` agree with the rows, after `reconcile`: removes what a crash or a full
+    /// disk left (`.*.tmp`) and thumbnails whose picture is gone; returns the size of each
+    /// thumbnail kept (they count towards the library's bytes) and the names removed.
+    static func reconcileThumbnails(database: Database, files: MediaDirectory, logger: Logger) throws -> (
+        sizes: [Int64: [Int: Int64]], removed: [String]
+    ) {
+        var listing = try files.thumbnailListing()
+        var removed: [String] = []
+        for name in listing.temporaryFiles.sorted() {
+            try files.removeThumbnail(named: name)
+            logger.warning("removed an unfinished thumbnail file", ["file": name])
+            removed.append(name)
+        }
+        let exists = try database.cachedStatement(sql: "SELECT 1 FROM media WHERE id = ?")
+        for id in listing.sizes.keys.sorted() {
+            guard try exists.fetchOne(arguments: [id], { _ in true }) == nil else { continue }
+            for width in (listing.sizes.removeValue(forKey: id) ?? [:]).keys.sorted() {
+                let name = "\(id)-\(width).jpg"
+                try files.removeThumbnail(named: name)
+                removed.append(name)
+            }
+            logger.warning("removed the thumbnails of a picture that is gone", ["id": String(id)])
+        }
+        return (listing.sizes, removed)
+    }
 }

@@ -29,7 +29,8 @@ extension MediaCatalog {
     /// Removes what `policy` says must go, oldest (smallest id) first; returns the removed ids.
     ///
     /// Kept pictures and pictures taken less than `minimumAgeMilliseconds` before `nowWallMillis`
-    /// are never removed, but they count towards the count and byte limits. Rows go in one
+    /// are never removed, but they count towards the count and byte limits. Cached thumbnails
+    /// count towards the byte limit too, and go with their picture. Rows go in one
     /// transaction, then files: as in `delete`, a crash in between leaves files without rows,
     /// invisible to clients and removed at the next open, never a row without its file.
     @discardableResult
@@ -49,7 +50,11 @@ extension MediaCatalog {
             let expiredIDs = Set(removed.map(\.id))
             var excessCount = Int64(policy.maxPictures.map { storedCount - removed.count - $0 } ?? 0)
             var excessBytes =
-                policy.maxBytes.map { storedBytes - removed.reduce(0) { $0 + $1.bytes } - $0 } ?? 0
+                policy.maxBytes.map {
+                    storedBytes + storedThumbnailBytes
+                        - removed.reduce(0) { $0 + $1.bytes + thumbnailBytes(of: $1.id) }
+                        - $0
+                } ?? 0
             var cursor: Int64 = 0
             while excessCount > 0 || excessBytes > 0 {
                 let batch = try database.fetchAll(
@@ -61,7 +66,7 @@ extension MediaCatalog {
                     guard excessCount > 0 || excessBytes > 0 else { break }
                     removed.append(row)
                     excessCount -= 1
-                    excessBytes -= row.bytes
+                    excessBytes -= row.bytes + thumbnailBytes(of: row.id)
                 }
             }
             guard !removed.isEmpty else { return [] }
@@ -106,7 +111,7 @@ extension MediaCatalog {
     func applyRetentionIfExceeded() {
         guard let policy = retention, !policy.isUnlimited else { return }
         let overCount = policy.maxPictures.map { storedCount > $0 } ?? false
-        let overBytes = policy.maxBytes.map { storedBytes > $0 } ?? false
+        let overBytes = policy.maxBytes.map { storedBytes + storedThumbnailBytes > $0 } ?? false
         guard overCount || overBytes || policy.maxAgeMilliseconds != nil else { return }
         do {
             try applyRetention(policy, nowWallMillis: clock.wallMillisecondsNow())
@@ -115,11 +120,34 @@ extension MediaCatalog {
         }
     }
 
+    /// The bytes of the cached thumbnails of `id`.
+    private func thumbnailBytes(of id: Int64) -> Int64 {
+        thumbnailSizes[id]?.values.reduce(0, +) ?? 0
+    }
+
     /// Throws `storageFull` if writing `byteCount` bytes would leave less than `minimumFreeBytes`
-    /// free for unprivileged users on the media directory's file system.
+    /// free for unprivileged users on the media directory's file system; notes what it found
+    /// for `/healthz` (`spaceShortage`).
     func checkFreeSpace(for byteCount: Int) throws {
         guard minimumFreeBytes > 0 else { return }
         let path = files.path
+        let available = try Self.availableBytes(path: path)
+        guard available - Int64(byteCount) >= minimumFreeBytes else {
+            noteSpaceShortage(
+                "\(available) bytes free on the media file system, under the floor of \(minimumFreeBytes) (min_free_bytes)"
+            )
+            throw CatalogError.storageFull(
+                SystemError(
+                    errno: ENOSPC,
+                    call:
+                        "statvfs \(path): \(available) bytes free, \(byteCount) more bytes would leave less than the floor of \(minimumFreeBytes)"
+                ))
+        }
+        noteSpaceShortage(nil)
+    }
+
+    /// The bytes an unprivileged user may still write on the file system of `path`.
+    static func availableBytes(path: String) throws -> Int64 {
         var info = statvfs()
         do {
             _ = try syscall("statvfs \(path)") { statvfs(path, &info) }
@@ -128,15 +156,59 @@ extension MediaCatalog {
         }
         // statvfs(3): f_bavail counts blocks of f_frsize bytes that an unprivileged user may use.
         let (product, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
-        let available = overflow ? Int64.max : Int64(clamping: product)
-        guard available - Int64(byteCount) >= minimumFreeBytes else {
-            throw CatalogError.storageFull(
-                SystemError(
-                    errno: ENOSPC,
-                    call:
-                        "statvfs \(path): \(available) bytes free, \(byteCount) more bytes would leave less than the floor of \(minimumFreeBytes)"
-                ))
+        return overflow ? Int64.max : Int64(clamping: product)
+    }
+
+    /// Records why pictures are refused for space now (nil: they are not), and when it was found.
+    func noteSpaceShortage(_ reason: String?) {
+        let now = clock.monotonicNow()
+        space.withLock {
+            $0.reason = reason
+            $0.checkedAt = now
+            $0.refreshing = false
         }
+    }
+
+    /// Looks at the disk again: below `minimumFreeBytes` free (or nothing free at all, with the
+    /// floor off) is a shortage. A failing statvfs leaves the last finding.
+    func refreshSpaceShortage() {
+        guard let available = try? Self.availableBytes(path: files.path) else {
+            space.withLock { $0.refreshing = false }
+            return
+        }
+        noteSpaceShortage(Self.spaceShortage(availableBytes: available, minimumFreeBytes: minimumFreeBytes))
+    }
+
+    /// Why pictures are refused with `available` bytes free: under the floor, or nothing free
+    /// at all with the floor off; nil if they are not.
+    static func spaceShortage(availableBytes available: Int64, minimumFreeBytes: Int64) -> String? {
+        if minimumFreeBytes > 0, available < minimumFreeBytes {
+            return
+                "\(available) bytes free on the media file system, under the floor of \(minimumFreeBytes) (min_free_bytes)"
+        }
+        if minimumFreeBytes == 0, available == 0 { return "the disk is full" }
+        return nil
+    }
+
+    /// How long `/healthz` trusts the last look at the disk before asking for another.
+    static let spaceShortageMaxAgeNanoseconds: UInt64 = 5_000_000_000
+
+    /// Why new pictures are refused for space (the free-space floor, or a full disk), or nil.
+    ///
+    /// Never waits: it answers from the last finding (every add and thumbnail looks, and so does
+    /// the catalog's open) and, when that is older than five seconds, asks the catalog's thread
+    /// to look again for the next caller. For `/healthz`, which runs on the event loop.
+    public nonisolated func spaceShortage() -> String? {
+        let now = clock.monotonicNow()
+        let (reason, stale) = space.withLock { state -> (String?, Bool) in
+            let stale =
+                !state.refreshing
+                && now.nanoseconds(since: state.checkedAt) > Self.spaceShortageMaxAgeNanoseconds
+            if stale { state.refreshing = true }
+            return (state.reason, stale)
+        }
+        if stale { Task { await self.refreshSpaceShortage() } }
+        return reason
     }
 
     /// Creates the indexes retention's queries use, if they are missing.

@@ -42,6 +42,14 @@ public actor MediaCatalog {
     // add, delete and retention, so that an add knows without a query whether a limit is exceeded.
     var storedCount: Int
     var storedBytes: Int64
+    // The size of each cached thumbnail by picture and width, and their total, loaded at open and
+    // kept in step by `storeThumbnail` and `removeThumbnails`: thumbnails take disk too, so they
+    // count towards the library's bytes and retention's byte limit.
+    var thumbnailSizes: [Int64: [Int: Int64]]
+    var storedThumbnailBytes: Int64
+    /// Why pictures are refused for space, as last found, and when the disk was last looked at:
+    /// written on the catalog's thread, read by `/healthz` on the event loop (no I/O under the lock).
+    nonisolated let space = LockedValue(SpaceShortage())
     let clock: any Clock
 
     /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.
@@ -65,9 +73,11 @@ public actor MediaCatalog {
             // Ids in file names count too: a crash between the rename and the insert leaves a file
             // whose id sqlite_sequence never saw.
             let largestUsed = max(try Self.largestIDInDatabase(database), listing.largestID)
-            let report = try Self.reconcile(
+            var report = try Self.reconcile(
                 database: database, files: files, listing: listing, logger: logger)
             let totals = try Self.totals(database)
+            let thumbnails = try Self.reconcileThumbnails(database: database, files: files, logger: logger)
+            report.removedThumbnailFiles = thumbnails.removed
 
             self.executor = executor
             self.dataDirectory = dataDirectory
@@ -83,6 +93,18 @@ public actor MediaCatalog {
             self.clock = clock
             self.storedCount = totals.count
             self.storedBytes = totals.totalBytes
+            self.thumbnailSizes = thumbnails.sizes
+            self.storedThumbnailBytes = thumbnails.sizes.values.reduce(0) { $0 + $1.values.reduce(0, +) }
+            // A file system statvfs cannot read is no reason to refuse to open: the first add
+            // checks again, and says why it fails.
+            let shortage = (try? Self.availableBytes(path: files.path)).flatMap {
+                Self.spaceShortage(availableBytes: $0, minimumFreeBytes: minimumFreeBytes)
+            }
+            let now = clock.monotonicNow()
+            space.withLock {
+                $0.reason = shortage
+                $0.checkedAt = now
+            }
         } catch {
             throw CatalogError(error)
         }
@@ -120,7 +142,9 @@ public actor MediaCatalog {
             reclaimDatabaseSpace()
             do { try files.store(jpeg, id: id) } catch { throw CatalogError(error) }
         } catch {
-            throw CatalogError(error)
+            let failure = CatalogError(error)
+            if failure.isStorageFull { noteSpaceShortage("the disk is full") }
+            throw failure
         }
         do {
             try database.inTransaction {
@@ -142,12 +166,17 @@ public actor MediaCatalog {
                 logger.warning(
                     "could not remove the file of a failed add", ["id": String(id), "error": "\(error)"])
             }
-            if CatalogError(insertError).isStorageFull { reclaimDatabaseSpace() }
+            if CatalogError(insertError).isStorageFull {
+                noteSpaceShortage("the disk is full")
+                reclaimDatabaseSpace()
+            }
             throw CatalogError(insertError)
         }
         changeCounter += 1
         storedCount += 1
         storedBytes += Int64(record.bytes)
+        // Stored, so there was room: whatever a full disk said before no longer holds.
+        noteSpaceShortage(nil)
         applyRetentionIfExceeded()
         return record
     }
@@ -246,8 +275,12 @@ public actor MediaCatalog {
         return true
     }
 
-    /// Removes the thumbnails of a deleted picture; one left behind is only wasted space, since ids are never reused.
+    /// Removes the thumbnails of a deleted picture; one left behind is only wasted space, since
+    /// ids are never reused, and the next open removes it.
     func removeThumbnails(id: Int64) {
+        if let sizes = thumbnailSizes.removeValue(forKey: id) {
+            storedThumbnailBytes -= sizes.values.reduce(0, +)
+        }
         do {
             try files.removeThumbnails(id: id)
         } catch {
@@ -257,10 +290,13 @@ public actor MediaCatalog {
         }
     }
 
-    /// How many pictures there are, their total size, and the newest id.
+    /// How many pictures there are, their total size, the size of their cached thumbnails, and
+    /// the newest id.
     public func statistics() throws -> CatalogStatistics {
         do {
-            return try Self.totals(database)
+            var totals = try Self.totals(database)
+            totals.thumbnailBytes = storedThumbnailBytes
+            return totals
         } catch {
             throw CatalogError(error)
         }
@@ -287,6 +323,7 @@ public actor MediaCatalog {
     /// Sets the free bytes an add must leave (0 turns the check off).
     public func setMinimumFreeBytes(_ bytes: Int64) {
         minimumFreeBytes = max(0, bytes)
+        refreshSpaceShortage()
     }
 
     /// Marks the picture with `id` as kept (or not) by retention; nil if there is none.
@@ -313,18 +350,34 @@ public actor MediaCatalog {
         files.thumbnailPath(id: id, width: width)
     }
 
-    /// Stores a thumbnail of `id` at `width` for `thumbnailPath(id:width:)` to serve.
+    /// Stores a thumbnail of `id` at `width` for `thumbnailPath(id:width:)` to serve; returns
+    /// false, storing nothing, when it would take the library past retention's byte limit (a
+    /// cache must never make retention remove pictures) or the picture is gone.
     ///
     /// On the catalog's thread, like every other write, and held to the same floor of free
     /// disk: throws `CatalogError.storageFull`, storing nothing, rather than leave less than
-    /// `minimumFreeBytes` (a cache must never take the room pictures need).
-    public func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws {
+    /// `minimumFreeBytes`, or when the disk is full.
+    @discardableResult
+    public func storeThumbnail(_ bytes: [UInt8], id: Int64, width: Int) throws -> Bool {
         try checkFreeSpace(for: bytes.count)
+        let replaced = thumbnailSizes[id]?[width] ?? 0
+        let added = Int64(bytes.count) - replaced
+        if let maxBytes = retention?.maxBytes, storedBytes + storedThumbnailBytes + added > maxBytes {
+            return false
+        }
         do {
+            // Deleted since the request opened it: a thumbnail now would outlive its picture.
+            guard
+                try database.fetchOne(sql: "SELECT 1 FROM media WHERE id = ?", arguments: [id], { _ in true })
+                    != nil
+            else { return false }
             try files.storeThumbnail(bytes, id: id, width: width)
         } catch {
             throw CatalogError(error)
         }
+        thumbnailSizes[id, default: [:]][width] = Int64(bytes.count)
+        storedThumbnailBytes += added
+        return true
     }
 
     // MARK: - Queries

@@ -135,6 +135,57 @@ struct MediaDirectory: Sendable {
         }
     }
 
+    /// What `thumbs/` holds, sorted into the names the catalog writes there.
+    struct ThumbnailListing {
+        /// The size in bytes of each `<id>-<width>.jpg`, by id and width.
+        var sizes: [Int64: [Int: Int64]] = [:]
+        /// Names of `.*.tmp` files left by unfinished thumbnail writes.
+        var temporaryFiles: [String] = []
+    }
+
+    /// Reads `thumbs/` (empty if it was never made). Other names are left out and left alone.
+    func thumbnailListing() throws -> ThumbnailListing {
+        var listing = ThumbnailListing()
+        let names: [String]
+        do {
+            names = try Self.entryNames(in: thumbnailsPath)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return listing
+        }
+        for name in names {
+            if name.hasPrefix("."), name.hasSuffix(".tmp") {
+                listing.temporaryFiles.append(name)
+                continue
+            }
+            guard let (id, width) = Self.thumbnailName(name) else { continue }
+            var info = stat()
+            let path = "\(thumbnailsPath)/\(name)"
+            do {
+                _ = try syscall("lstat \(path)") { lstat(path, &info) }
+            } catch let error as SystemError where error.errno == ENOENT {
+                continue
+            }
+            listing.sizes[id, default: [:]][width] = Int64(info.st_size)
+        }
+        return listing
+    }
+
+    /// The picture id and width in a thumbnail's name, `<id>-<width>.jpg`, or nil for another name.
+    static func thumbnailName(_ name: String) -> (id: Int64, width: Int)? {
+        guard name.hasSuffix(".jpg") else { return nil }
+        let stem = name.dropLast(4)
+        guard let dash = stem.firstIndex(of: "-"), let id = canonicalID(stem[..<dash]),
+            let width = canonicalID(stem[stem.index(after: dash)...])
+        else { return nil }
+        return (id, Int(clamping: width))
+    }
+
+    /// Removes `name` from `thumbs/`; returns false if it did not exist.
+    @discardableResult
+    func removeThumbnail(named name: String) throws -> Bool {
+        try removeFile(atPath: "\(thumbnailsPath)/\(name)")
+    }
+
     /// Removes every thumbnail of `id` (`thumbs/<id>-*.jpg`); returns how many there were.
     @discardableResult
     func removeThumbnails(id: Int64) throws -> Int {

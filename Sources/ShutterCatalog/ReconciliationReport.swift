@@ -6,15 +6,23 @@ public struct ReconciliationReport: Equatable, Sendable {
     public var removedOrphanFileIDs: [Int64]
     /// Ids of rows removed because their file was gone.
     public var removedRowIDs: [Int64]
+    /// Names in `thumbs/` removed: unfinished thumbnail writes (`.*.tmp`) and thumbnails of
+    /// pictures that are gone.
+    public var removedThumbnailFiles: [String]
 
-    public init(removedTemporaryFiles: [String], removedOrphanFileIDs: [Int64], removedRowIDs: [Int64]) {
+    public init(
+        removedTemporaryFiles: [String], removedOrphanFileIDs: [Int64], removedRowIDs: [Int64],
+        removedThumbnailFiles: [String] = []
+    ) {
         self.removedTemporaryFiles = removedTemporaryFiles
         self.removedOrphanFileIDs = removedOrphanFileIDs
         self.removedRowIDs = removedRowIDs
+        self.removedThumbnailFiles = removedThumbnailFiles
     }
 
     /// Whether nothing needed repair.
     public var isClean: Bool {
         removedTemporaryFiles.isEmpty && removedOrphanFileIDs.isEmpty && removedRowIDs.isEmpty
+            && removedThumbnailFiles.isEmpty
     }
 }

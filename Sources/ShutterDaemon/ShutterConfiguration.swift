@@ -119,187 +119,194 @@ extension ConfigurationKey {
     }
 
     /// Every key, in the order `--help` lists them.
-    public static let all: [ConfigurationKey] =
-        [
-            ConfigurationKey(
-                name: "listen", valueName: "HOST:PORT",
-                help:
-                    "address and port to serve HTTP on (numeric IPv4, or IPv6 in brackets: [::1]:8080); loopback unless you choose otherwise",
-                apply: { config, text in
-                    guard let colon = text.lastIndex(of: ":"),
-                        let port = Int(text[text.index(after: colon)...]),
-                        (0...65535).contains(port), colon != text.startIndex
-                    else {
-                        throw ConfigurationError(
-                            "listen: '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)")
-                    }
-                    config.listenHost = String(text[..<colon])
-                    config.listenPort = port
-                },
-                current: { "\($0.listenHost):\($0.listenPort)" }),
-            ConfigurationKey(
-                name: "data_dir", valueName: "PATH",
-                help: "directory for the catalog (catalog.sqlite) and the pictures (media/{id}.jpg)",
-                apply: { config, text in
-                    guard !text.isEmpty else { throw ConfigurationError("data_dir: must not be empty") }
-                    config.dataDirectory = text
-                },
-                current: { $0.dataDirectory }),
-            ConfigurationKey(
-                name: "camera", valueName: "SOURCE",
-                help:
-                    "'auto' (the first V4L2 capture device, else the test pattern), 'test-pattern', or a device path such as /dev/video0",
-                apply: { config, text in
-                    guard
-                        text == "auto" || text == "test-pattern"
-                            || (text.hasPrefix("/dev/") && !text.contains(".."))
-                    else {
-                        throw ConfigurationError(
-                            "camera: '\(text)' is not 'auto', 'test-pattern' or a device path such as /dev/video0"
-                        )
-                    }
-                    config.camera = text
-                },
-                current: { $0.camera }),
-            ConfigurationKey(
-                name: "camera_formats", valueName: "LIST",
-                help:
-                    "pixel formats to ask a V4L2 camera for, most wanted first (mjpeg is passed through, the others are encoded)",
-                apply: { config, text in
-                    let formats = text.split(separator: ",").map { $0.trimmingSpaces().lowercased() }
-                    let known = ["mjpeg", "yuyv", "nv12", "yuv420"]
-                    guard !formats.isEmpty, formats.allSatisfy(known.contains) else {
-                        throw ConfigurationError(
-                            "camera_formats: '\(text)' must be a comma-separated list of \(known.joined(separator: ", "))"
-                        )
-                    }
-                    config.cameraFormats = formats
-                },
-                current: { $0.cameraFormats.joined(separator: ",") }),
-            integer(
-                "warmup_ms", "MS",
-                "frames are dropped for this long after the camera opens, so exposure settles before the first picture",
-                range: 0...10000, \.warmupMilliseconds),
-            integer(
-                "idle_after_s", "S",
-                "close the camera after this long with nobody wanting a frame and no job active (0: never); the next request reopens it, warm-up included",
-                range: 0...86400, \.idleAfterSeconds),
-            integer(
-                "reopen_interval_ms", "MS", "how often a failed or unplugged camera is reopened",
-                range: 100...60000,
-                \.reopenIntervalMilliseconds),
-            ConfigurationKey(
-                name: "size", valueName: "WxH",
-                help: "capture size in pixels, e.g. 1280x720 (even numbers, at most 7680x4320)",
-                apply: { config, text in
-                    let parts = text.lowercased().split(separator: "x")
-                    guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]),
-                        (16...7680).contains(w),
-                        (16...4320).contains(h), w % 2 == 0, h % 2 == 0
-                    else {
-                        throw ConfigurationError(
-                            "size: '\(text)' is not WIDTHxHEIGHT with even sides from 16x16 to 7680x4320")
-                    }
-                    config.width = w
-                    config.height = h
-                },
-                current: { "\($0.width)x\($0.height)" }),
-            integer("fps", "N", "frames per second to capture (1 to 120)", range: 1...120, \.fps),
-            integer(
-                "quality", "1-100", "JPEG quality of encoded frames (1 to 100)", range: 1...100, \.quality),
-            ConfigurationKey(
-                name: "log_level", valueName: "LEVEL",
-                help: "least severe log level written to stderr: trace, debug, info, notice, warning, error",
-                apply: { config, text in
-                    guard let level = Logger.Level(rawValue: text.lowercased()) else {
-                        throw ConfigurationError(
-                            "log_level: '\(text)' is not one of trace, debug, info, notice, warning, error")
-                    }
-                    config.logLevel = level
-                },
-                current: { $0.logLevel.rawValue }),
-            ConfigurationKey(
-                name: "log_format", valueName: "FORMAT",
-                help:
-                    "log lines as text (time level label: message key=value) or json (one object a line: ts, level, label, msg and the fields), for journald, Loki or Elastic",
-                apply: { config, text in
-                    guard let format = LogStyle.Format(rawValue: text.lowercased()) else {
-                        throw ConfigurationError("log_format: '\(text)' is not text or json")
-                    }
-                    config.logFormat = format
-                },
-                current: { $0.logFormat.rawValue }),
-            boolean("access_log", "log one line per HTTP request", \.accessLog),
-            integer(
-                "snap_timeout_ms", "MS",
-                "how long a snap or a preview waits for a fresh frame before answering 503",
-                range: 100...60000, \.snapTimeoutMilliseconds),
-            integer(
-                "preview_stall_timeout_ms", "MS",
-                "a /preview.mjpg viewer that reads nothing for this long is disconnected",
-                range: 100...3_600_000, \.previewStallTimeoutMilliseconds),
-            integer(
-                "retention_max_pictures", "N",
-                "the most pictures kept; the oldest not marked keep go first (0: no limit)",
-                range: 0...Int(Int32.max), \.retentionMaxPictures),
-            integer(
-                "retention_max_bytes", "BYTES",
-                "the most bytes the pictures take together; the oldest not marked keep go first (0: no limit)",
-                range: 0...Int.max, \.retentionMaxBytes),
-            integer(
-                "retention_max_age_s", "S",
-                "pictures older than this are removed unless marked keep (0: no limit)",
-                range: 0...Int(Int32.max), \.retentionMaxAgeSeconds),
-            integer(
-                "retention_min_age_s", "S", "retention never removes a picture younger than this",
-                range: 0...Int(Int32.max), \.retentionMinAgeSeconds),
-            integer(
-                "min_free_bytes", "BYTES",
-                "a snap that would leave less free disk than this is refused with 507, storing nothing (0: off)",
-                range: 0...Int.max, \.minFreeBytes),
-            integer(
-                "max_connections", "N", "open HTTP connections; more are answered 503", range: 1...100_000,
-                \.http.maxConnections),
-            integer(
-                "request_timeout_ms", "MS",
-                "time from a request's first byte until it must be complete (else 408: the slowloris defence)",
-                range: 100...3_600_000, \.http.requestTimeoutMilliseconds),
-            integer(
-                "idle_timeout_ms", "MS", "idle keep-alive connections are closed after this",
-                range: 100...3_600_000,
-                \.http.idleTimeoutMilliseconds),
-            integer(
-                "write_timeout_ms", "MS",
-                "a client that reads nothing of its response for this long is dropped",
-                range: 100...3_600_000, \.http.writeTimeoutMilliseconds),
-            integer(
-                "max_header_bytes", "BYTES", "the most bytes of request line and headers (else 431)",
-                range: 1024...1_048_576,
-                \.http.limits.maxHeaderBytes),
-            integer(
-                "max_target_bytes", "BYTES", "the most bytes of a request target (else 414)",
-                range: 256...1_048_576,
-                \.http.limits.maxTargetBytes),
-            integer(
-                "max_body_bytes", "BYTES", "the most bytes of a request body (else 413)",
-                range: 0...1_073_741_824,
-                \.http.limits.maxBodyBytes),
-            integer(
-                "max_pipelined_requests", "N",
-                "requests read ahead on one connection before their answers are written",
-                range: 1...1024,
-                \.http.maxPipelinedRequests),
-            integer(
-                "shutdown_grace_ms", "MS", "on SIGTERM, how long in-flight responses may take",
-                range: 0...600_000,
-                \.http.shutdownGraceMilliseconds),
-            integer(
-                "max_active_jobs", "N", "capture jobs that may be scheduled or running at once (else 409)",
-                range: 1...1000, \.maxActiveJobs),
-            integer(
-                "max_job_shots", "N",
-                "the most shots one interval or burst job may ask for (its count, or what until or duration imply)",
-                range: 1...10_000_000,
-                \.maxJobShots),
-        ] + accessKeys
+    public static let all: [ConfigurationKey] = coreKeys + accessKeys
+
+    /// The keys of the daemon's core: listening, the camera, storage, HTTP limits, jobs.
+    static let coreKeys: [ConfigurationKey] = [
+        ConfigurationKey(
+            name: "listen", valueName: "HOST:PORT",
+            help:
+                "address and port to serve HTTP on (numeric IPv4, or IPv6 in brackets: [::1]:8080); loopback unless you choose otherwise",
+            apply: { config, text in
+                guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                    (0...65535).contains(port), colon != text.startIndex
+                else {
+                    throw ConfigurationError(
+                        "listen: '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)")
+                }
+                config.listenHost = String(text[..<colon])
+                config.listenPort = port
+            },
+            current: { "\($0.listenHost):\($0.listenPort)" }),
+        ConfigurationKey(
+            name: "data_dir", valueName: "PATH",
+            help: "directory for the catalog (catalog.sqlite) and the pictures (media/{id}.jpg)",
+            apply: { config, text in
+                guard !text.isEmpty else { throw ConfigurationError("data_dir: must not be empty") }
+                config.dataDirectory = text
+            },
+            current: { $0.dataDirectory }),
+        ConfigurationKey(
+            name: "camera", valueName: "SOURCE",
+            help:
+                "'auto' (the first V4L2 capture device, else the test pattern), 'test-pattern', or a device path such as /dev/video0",
+            apply: { config, text in
+                guard
+                    text == "auto" || text == "test-pattern"
+                        || (text.hasPrefix("/dev/") && !text.contains(".."))
+                else {
+                    throw ConfigurationError(
+                        "camera: '\(text)' is not 'auto', 'test-pattern' or a device path such as /dev/video0"
+                    )
+                }
+                config.camera = text
+            },
+            current: { $0.camera }),
+        ConfigurationKey(
+            name: "camera_formats", valueName: "LIST",
+            help:
+                "pixel formats to ask a V4L2 camera for, most wanted first (mjpeg is passed through, the others are encoded)",
+            apply: { config, text in
+                let formats = text.split(separator: ",").map { $0.trimmingSpaces().lowercased() }
+                let known = ["mjpeg", "yuyv", "nv12", "yuv420"]
+                guard !formats.isEmpty, formats.allSatisfy(known.contains) else {
+                    throw ConfigurationError(
+                        "camera_formats: '\(text)' must be a comma-separated list of \(known.joined(separator: ", "))"
+                    )
+                }
+                config.cameraFormats = formats
+            },
+            current: { $0.cameraFormats.joined(separator: ",") }),
+        integer(
+            "warmup_ms", "MS",
+            "frames are dropped for this long after the camera opens, so exposure settles before the first picture",
+            range: 0...10000, \.warmupMilliseconds),
+        integer(
+            "idle_after_s", "S",
+            "close the camera after this long with nobody wanting a frame and no job active (0: never); the next request reopens it, warm-up included",
+            range: 0...86400, \.idleAfterSeconds),
+        integer(
+            "reopen_interval_ms", "MS", "how often a failed or unplugged camera is reopened",
+            range: 100...60000,
+            \.reopenIntervalMilliseconds),
+        ConfigurationKey(
+            name: "size", valueName: "WxH",
+            help: "capture size in pixels, e.g. 1280x720 (even numbers, at most 7680x4320)",
+            apply: { config, text in
+                let parts = text.lowercased().split(separator: "x")
+                guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...7680).contains(w),
+                    (16...4320).contains(h), w % 2 == 0, h % 2 == 0
+                else {
+                    throw ConfigurationError(
+                        "size: '\(text)' is not WIDTHxHEIGHT with even sides from 16x16 to 7680x4320")
+                }
+                config.width = w
+                config.height = h
+            },
+            current: { "\($0.width)x\($0.height)" }),
+        integer("fps", "N", "frames per second to capture (1 to 120)", range: 1...120, \.fps),
+        integer("quality", "1-100", "JPEG quality of encoded frames (1 to 100)", range: 1...100, \.quality),
+        ConfigurationKey(
+            name: "log_level", valueName: "LEVEL",
+            help: "least severe log level written to stderr: trace, debug, info, notice, warning, error",
+            apply: { config, text in
+                guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                    throw ConfigurationError(
+                        "log_level: '\(text)' is not one of trace, debug, info, notice, warning, error")
+                }
+                config.logLevel = level
+            },
+            current: { $0.logLevel.rawValue }),
+        ConfigurationKey(
+            name: "log_format", valueName: "FORMAT",
+            help:
+                "log lines as text (time level label: message key=value) or json (one object a line: ts, level, label, msg and the fields), for journald, Loki or Elastic",
+            apply: { config, text in
+                guard let format = LogStyle.Format(rawValue: text.lowercased()) else {
+                    throw ConfigurationError("log_format: '\(text)' is not text or json")
+                }
+                config.logFormat = format
+            },
+            current: { $0.logFormat.rawValue }),
+        boolean("access_log", "log one line per HTTP request", \.accessLog),
+        integer(
+            "snap_timeout_ms", "MS",
+            "how long a snap or a preview waits for a fresh frame before answering 503",
+            range: 100...60000, \.snapTimeoutMilliseconds),
+        integer(
+            "preview_stall_timeout_ms", "MS",
+            "a /preview.mjpg viewer that reads nothing for this long is disconnected",
+            range: 100...3_600_000, \.previewStallTimeoutMilliseconds),
+        integer(
+            "retention_max_pictures", "N",
+            "the most pictures kept; the oldest not marked keep go first (0: no limit)",
+            range: 0...Int(Int32.max), \.retentionMaxPictures),
+        integer(
+            "retention_max_bytes", "BYTES",
+            "the most bytes the pictures take together; the oldest not marked keep go first (0: no limit)",
+            range: 0...Int.max, \.retentionMaxBytes),
+        integer(
+            "retention_max_age_s", "S",
+            "pictures older than this are removed unless marked keep (0: no limit)",
+            range: 0...Int(Int32.max), \.retentionMaxAgeSeconds),
+        integer(
+            "retention_min_age_s", "S", "retention never removes a picture younger than this",
+            range: 0...Int(Int32.max), \.retentionMinAgeSeconds),
+        integer(
+            "min_free_bytes", "BYTES",
+            "a snap that would leave less free disk than this is refused with 507, storing nothing (0: off)",
+            range: 0...Int.max, \.minFreeBytes),
+        integer(
+            "max_connections", "N",
+            "open HTTP connections; more are answered 503 (lowered to fit the descriptor limit, with a warning)",
+            range: 1...100_000, \.http.maxConnections),
+        integer(
+            "max_connections_per_peer", "N",
+            "open HTTP connections from one client address, loopback included; more are answered 503 (0: a quarter of max_connections)",
+            range: 0...100_000, \.http.maxConnectionsPerPeer),
+        integer(
+            "header_timeout_ms", "MS",
+            "time from accepting a connection until its first request head is complete: silence is closed without an answer, a partial head gets 408",
+            range: 100...3_600_000, \.http.headerTimeoutMilliseconds),
+        integer(
+            "request_timeout_ms", "MS",
+            "time from a request's first byte until it must be complete (else 408: the slowloris defence)",
+            range: 100...3_600_000, \.http.requestTimeoutMilliseconds),
+        integer(
+            "idle_timeout_ms", "MS", "idle keep-alive connections are closed after this",
+            range: 100...3_600_000,
+            \.http.idleTimeoutMilliseconds),
+        integer(
+            "write_timeout_ms", "MS", "a client that reads nothing of its response for this long is dropped",
+            range: 100...3_600_000, \.http.writeTimeoutMilliseconds),
+        integer(
+            "max_header_bytes", "BYTES", "the most bytes of request line and headers (else 431)",
+            range: 1024...1_048_576,
+            \.http.limits.maxHeaderBytes),
+        integer(
+            "max_target_bytes", "BYTES", "the most bytes of a request target (else 414)",
+            range: 256...1_048_576,
+            \.http.limits.maxTargetBytes),
+        integer(
+            "max_body_bytes", "BYTES", "the most bytes of a request body (else 413)",
+            range: 0...1_073_741_824,
+            \.http.limits.maxBodyBytes),
+        integer(
+            "max_pipelined_requests", "N",
+            "requests read ahead on one connection before their answers are written",
+            range: 1...1024,
+            \.http.maxPipelinedRequests),
+        integer(
+            "shutdown_grace_ms", "MS", "on SIGTERM, how long in-flight responses may take",
+            range: 0...600_000,
+            \.http.shutdownGraceMilliseconds),
+        integer(
+            "max_active_jobs", "N", "capture jobs that may be scheduled or running at once (else 409)",
+            range: 1...1000, \.maxActiveJobs),
+        integer(
+            "max_job_shots", "N",
+            "the most shots one interval or burst job may ask for (its count, or what until or duration imply)",
+            range: 1...10_000_000,
+            \.maxJobShots),
+    ]
 }

@@ -50,7 +50,7 @@ public final class ShutterDaemon {
     }
 
     private func runThrowing() throws -> Int32 {
-        raiseDescriptorLimit()
+        let maxConnections = raiseDescriptorLimit()
         // Services start bottom up (catalog, camera, jobs, loop and preview, API, server) and stop
         // in reverse order, whether the daemon ends by a signal or a later service fails to start.
         var stopInReverse: [() -> Void] = []
@@ -99,6 +99,7 @@ public final class ShutterDaemon {
         httpConfiguration.port = configuration.listenPort
         httpConfiguration.logRequests = configuration.accessLog
         httpConfiguration.serverName = "shutterd/\(Self.version)"
+        httpConfiguration.maxConnections = maxConnections
         let policy = AccessPolicy(
             settings: AccessPolicy.Settings(
                 tokens: access.tokens, anonymous: access.anonymous, origins: access.origins, links: links),
@@ -165,25 +166,41 @@ public final class ShutterDaemon {
         }
     }
 
-    /// Raises the soft descriptor limit to the hard one: each connection needs a socket and,
-    /// while a picture is sent, its file; the common soft limit of 1024 is below what
-    /// `max_connections` allows.
-    private func raiseDescriptorLimit() {
+    /// Raises the soft descriptor limit to the hard one, and returns `max_connections` capped to
+    /// what the limit allows (saying so in the log): each connection needs a socket and, while
+    /// a picture is sent, its file, and the catalog, the camera and refused connections need
+    /// some too. Past the limit `accept` fails with `EMFILE`, and every client waits; under the
+    /// cap, an extra client gets a 503 at once.
+    private func raiseDescriptorLimit() -> Int {
+        let requested = configuration.http.maxConnections
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return requested }
         if limit.rlim_cur < limit.rlim_max {
             limit.rlim_cur = limit.rlim_max
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            // Read back: a failed raise leaves the old soft limit.
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
-        let needed = UInt64(configuration.http.maxConnections) * 2 + 64
-        if UInt64(limit.rlim_cur) < needed {
+        let allowed = Self.connectionLimit(descriptorLimit: UInt64(limit.rlim_cur), requested: requested)
+        if allowed < requested {
             logger.warning(
-                "descriptor limit is low for max_connections",
+                "max_connections lowered to fit the descriptor limit (RLIMIT_NOFILE)",
                 [
-                    "limit": String(limit.rlim_cur),
-                    "max_connections": String(configuration.http.maxConnections),
+                    "descriptor_limit": String(limit.rlim_cur),
+                    "max_connections_configured": String(requested),
+                    "max_connections": String(allowed),
                 ])
         }
+        return allowed
+    }
+
+    /// The most connections `descriptorLimit` open descriptors leave room for: two each (the
+    /// socket and a picture being sent) after 64 for the daemon's own files and 64 refused
+    /// connections being drained; at least 1.
+    static func connectionLimit(descriptorLimit: UInt64, requested: Int) -> Int {
+        let headroom: UInt64 = 128
+        let room = descriptorLimit > headroom ? (descriptorLimit - headroom) / 2 : 1
+        return max(1, min(requested, Int(clamping: room)))
     }
 
     /// The device path `camera` names (nil for the test pattern); `auto`

@@ -80,7 +80,8 @@ struct HTTPConnectionStateMachine {
         case socketFailed
         /// Output waited longer than the write or stall timeout with the client reading nothing.
         case clientStoppedReading
-        /// Nothing happened for the idle timeout.
+        /// Nothing happened for the idle timeout, or a new connection sent nothing within the
+        /// header timeout.
         case idle
         /// The server is shutting down (no request in flight, a live stream, or the grace ended).
         case shutdown
@@ -176,6 +177,11 @@ struct HTTPConnectionStateMachine {
     private var lastUnacknowledgedBytes: Int?
 
     private var requestStartedAt: MonotonicInstant?
+    /// When the connection was accepted, until its first request head is complete: a client
+    /// that connects and sends nothing (or a head a byte at a time) is held to the header
+    /// timeout from here, rather than to the idle timeout, so silent connections cannot keep
+    /// every slot for a minute. Later requests on a kept-alive connection have the idle timeout.
+    private var awaitingFirstHeadSince: MonotonicInstant?
     private var lastActivity: MonotonicInstant
     private var lastWriteProgress: MonotonicInstant
 
@@ -197,6 +203,7 @@ struct HTTPConnectionStateMachine {
         parser = HTTPRequestParser(limits: configuration.limits)
         lastActivity = now
         lastWriteProgress = now
+        awaitingFirstHeadSince = now
     }
 
     // MARK: Events
@@ -354,7 +361,7 @@ struct HTTPConnectionStateMachine {
         !closed && lingerDeadline == nil && stream != nil && outgoingIndex < outgoing.count
     }
 
-    /// Enforces the request, idle, write and stall timeouts and the lingering close's end.
+    /// Enforces the header, request, idle, write and stall timeouts and the lingering close's end.
     ///
     /// `unacknowledgedBytes` is the send queue's count when `wantsUnacknowledgedByteCount`
     /// (nil if unknown): a streaming client counts as reading while it goes down, even when
@@ -384,6 +391,24 @@ struct HTTPConnectionStateMachine {
         }
         // A stream waiting for its next output is not idle.
         if stream != nil { return }
+        let headerTimeout = configuration.headerTimeoutMilliseconds
+        if let accepted = awaitingFirstHeadSince, !stopParsing,
+            now.nanoseconds(since: accepted) > Self.nanoseconds(headerTimeout)
+        {
+            awaitingFirstHeadSince = nil
+            if parser.bufferedByteCount == 0 {
+                // Nothing was said, so nothing is answered (a browser's unused preconnection
+                // lands here too); the access log stays free of requests never made.
+                pendingClose = .idle
+            } else {
+                queueError(
+                    HTTPError(
+                        .requestTimeout,
+                        detail: "the request head was not complete within \(headerTimeout) ms of connecting"),
+                    startedAt: requestStartedAt ?? accepted)
+            }
+            return
+        }
         let requestTimeout = configuration.requestTimeoutMilliseconds
         if let started = requestStartedAt, slots.isEmpty, !stopParsing,
             now.nanoseconds(since: started) > Self.nanoseconds(requestTimeout)
@@ -462,7 +487,10 @@ struct HTTPConnectionStateMachine {
     /// Turns buffered bytes into dispatched requests while there is room for their responses.
     private mutating func parseRequests(now: MonotonicInstant) -> Action? {
         while !stopParsing && lingerDeadline == nil && !parserNeedsBytes && capacity > 0 {
-            switch parser.next() {
+            let action = parser.next()
+            // A head is complete once the parser reads its body or has a request (or an error).
+            if parser.isReadingBody { awaitingFirstHeadSince = nil }
+            switch action {
             case .needMoreData:
                 parserNeedsBytes = true
                 if parser.bufferedByteCount > 0 {
@@ -471,15 +499,18 @@ struct HTTPConnectionStateMachine {
                     requestStartedAt = nil
                 }
             case .sendContinue:
+                awaitingFirstHeadSince = nil
                 slots.append(
                     Slot(
                         id: 0, method: .get, target: "", version: .http11, keepAlive: true, startedAt: now,
                         interim: true, response: HTTPResponse(status: .continue)))
             case .request(let request):
+                awaitingFirstHeadSince = nil
                 let startedAt = requestStartedAt ?? now
                 requestStartedAt = nil
                 if let action = dispatch(request, startedAt: startedAt) { return action }
             case .error(let error):
+                awaitingFirstHeadSince = nil
                 queueError(HTTPError(error.status, detail: error.detail), startedAt: requestStartedAt ?? now)
             }
         }

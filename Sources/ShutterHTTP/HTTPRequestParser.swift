@@ -145,6 +145,14 @@ public struct HTTPRequestParser: Sendable {
 
     /// Bytes received and not yet consumed by a complete request.
     public var bufferedByteCount: Int { buffer.count - requestStart }
+
+    /// Whether a request's head has been read and its body is being waited for.
+    public var isReadingBody: Bool {
+        switch state {
+        case .fixedLengthBody, .chunkedBody: return true
+        case .head, .failed: return false
+        }
+    }
 }
 
 // MARK: - States

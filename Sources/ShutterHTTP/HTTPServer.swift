@@ -25,6 +25,15 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
 
     private var listenDescriptor: Int32 = -1
     private var connections: [Int32: HTTPConnection] = [:]
+    /// Open connections by client address, for `maxConnectionsPerPeer`; an address leaves
+    /// when its last connection closes.
+    private var connectionsByPeer: [String: Int] = [:]
+    /// Addresses refused over their limit since they last went under it, with how many were
+    /// refused: one log line when an episode starts and one when it ends.
+    private var peersOverLimit: [String: Int] = [:]
+    /// Connections refused over `maxConnections` since the count last went under it, or nil:
+    /// logged once per episode too, so a flood of refusals is not a flood of log lines.
+    private var refusedOverLimit: Int?
     /// Connections refused over the limit, drained briefly so the 503 is not destroyed by a reset.
     private var rejected: [Int32: RejectedConnection] = [:]
     private var shutdownCompletion: (() -> Void)?
@@ -143,16 +152,31 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 logger.notice("accepting connections again")
             }
             if connections.count >= configuration.maxConnections {
-                rejectOverLimit(descriptor)
+                if let refused = refusedOverLimit {
+                    refusedOverLimit = refused + 1
+                } else {
+                    refusedOverLimit = 1
+                    logger.warning(
+                        "connections refused: over limit",
+                        ["max_connections": String(configuration.maxConnections)])
+                }
+                rejectOverLimit(descriptor, detail: "too many connections; try again later")
+                continue
+            }
+            let peer = PeerAddress(storage: peerStorage)
+            if let peer,
+                connectionsByPeer[peer.host, default: 0] >= configuration.effectiveMaxConnectionsPerPeer
+            {
+                refuseOverPeerLimit(descriptor, peer)
                 continue
             }
             disableNagle(descriptor)
-            let connection = HTTPConnection(
-                descriptor: descriptor, peer: PeerAddress(storage: peerStorage), server: self)
+            let connection = HTTPConnection(descriptor: descriptor, peer: peer, server: self)
             do {
                 try loop.register(
                     descriptor, events: cshutter_epollin() | cshutter_epollrdhup(), handler: connection)
                 connections[descriptor] = connection
+                if let peer { connectionsByPeer[peer.host, default: 0] += 1 }
             } catch {
                 closeDescriptor(descriptor)
             }
@@ -195,7 +219,19 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
 
     /// Called by a connection once it has closed its descriptor.
     func connectionClosed(_ connection: HTTPConnection) {
-        connections.removeValue(forKey: connection.descriptor)
+        if connections.removeValue(forKey: connection.descriptor) != nil, let host = connection.peer?.host,
+            let count = connectionsByPeer[host]
+        {
+            connectionsByPeer[host] = count > 1 ? count - 1 : nil
+            if let refused = peersOverLimit.removeValue(forKey: host) {
+                logger.notice(
+                    "connections accepted from a client again", ["peer": host, "refused": String(refused)])
+            }
+        }
+        if let refused = refusedOverLimit, connections.count < configuration.maxConnections {
+            refusedOverLimit = nil
+            logger.notice("connections accepted again", ["refused": String(refused)])
+        }
         resumeAccepting()
         finishShutdownIfDone()
     }
@@ -252,13 +288,27 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         completion()
     }
 
-    private func rejectOverLimit(_ descriptor: Int32) {
-        let body =
-            "{\"error\":\"service unavailable\",\"detail\":\"too many connections; try again later\"}\n"
+    /// Refuses a connection from `peer`, which has `maxConnectionsPerPeer` open already, so one
+    /// client cannot take every slot; logged once per episode.
+    private func refuseOverPeerLimit(_ descriptor: Int32, _ peer: PeerAddress) {
+        let limit = configuration.effectiveMaxConnectionsPerPeer
+        if let refused = peersOverLimit[peer.host] {
+            peersOverLimit[peer.host] = refused + 1
+        } else {
+            peersOverLimit[peer.host] = 1
+            logger.warning(
+                "connections refused from a client: over its limit",
+                ["peer": peer.host, "max_connections_per_peer": String(limit)])
+        }
+        rejectOverLimit(
+            descriptor, detail: "too many connections from \(peer.host) (at most \(limit)); try again later")
+    }
+
+    /// Answers 503 with `detail` on a connection that is not taken, and closes it.
+    private func rejectOverLimit(_ descriptor: Int32, detail: String) {
+        let body = "{\"error\":\"service unavailable\",\"detail\":\(JSONString.quote(detail))}\n"
         let response =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
-        logger.warning(
-            "connection refused: over limit", ["max_connections": String(configuration.maxConnections)])
         // One try on a fresh socket whose send buffer is empty; no waiting. If it fails (the
         // client reset already) or would block, there is no answer to protect: close at once.
         var sent = false

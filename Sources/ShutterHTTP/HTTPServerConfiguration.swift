@@ -8,6 +8,12 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var limits = HTTPParserLimits()
     /// Open connections beyond this are answered 503 and closed.
     public var maxConnections: Int = 1024
+    /// Open connections from one client address beyond this are answered 503 and closed; 0
+    /// means a quarter of `maxConnections`, so one client cannot take every slot.
+    public var maxConnectionsPerPeer: Int = 0
+    /// Milliseconds from accepting a connection until its first request head must be complete:
+    /// a connection that sent nothing is closed silently, one that sent part of a head gets 408.
+    public var headerTimeoutMilliseconds: Int = 10_000
     /// Milliseconds from a request's first byte until it must be complete (408 after).
     public var requestTimeoutMilliseconds: Int = 10_000
     /// Milliseconds a keep-alive connection may sit with nothing to do before it is closed.
@@ -24,4 +30,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var serverName: String = "shutterd"
 
     public init() {}
+
+    /// `maxConnectionsPerPeer`, or a quarter of `maxConnections` (at least 1) when it is 0.
+    public var effectiveMaxConnectionsPerPeer: Int {
+        maxConnectionsPerPeer > 0 ? maxConnectionsPerPeer : max(1, maxConnections / 4)
+    }
 }

@@ -107,14 +107,23 @@ public struct HTTPRequest: Sendable {
         return PercentEncoding.decode(raw, plusAsSpace: false)
     }
 
-    /// The query parameters, percent-decoded, in order (`+` means space, per HTML forms).
-    public var query: [(name: String, value: String)] {
+    /// The query parameters as sent, still percent-encoded, in order.
+    public var rawQuery: [(name: Substring, value: Substring)] {
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return [] }
-        return parts[1].split(separator: "&").compactMap { pair in
+        return parts[1].split(separator: "&").map { pair in
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = PercentEncoding.decode(kv[0], plusAsSpace: true),
-                let value = PercentEncoding.decode(kv.count > 1 ? kv[1] : "", plusAsSpace: true)
+            return (kv[0], kv.count > 1 ? kv[1] : "")
+        }
+    }
+
+    /// The query parameters, percent-decoded, in order (`+` means space, per HTML forms).
+    /// Pairs whose encoding is malformed or not UTF-8 are left out: endpoints that must refuse
+    /// them read `rawQuery` (as `QueryParameters` does).
+    public var query: [(name: String, value: String)] {
+        rawQuery.compactMap { pair in
+            guard let name = PercentEncoding.decode(pair.name, plusAsSpace: true),
+                let value = PercentEncoding.decode(pair.value, plusAsSpace: true)
             else { return nil }
             return (name, value)
         }

@@ -12,7 +12,7 @@ import ShutterSystem
 /// A shot holds its frame only until the catalog has stored it.
 public actor JobService {
     private let camera: any JobCamera
-    private let catalog: MediaCatalog
+    private let catalog: any JobCatalog
     private let clock: any Clock
     private let limits: JobLimits
     private let frameTimeoutMilliseconds: Int
@@ -40,11 +40,31 @@ public actor JobService {
     private var doorbell: CheckedContinuation<Void, Never>?
     // Set by `replan()`, so a change made while the runner was busy is seen before it sleeps.
     private var replanRequested = false
+    // Jobs that have ended but whose end the catalog has not stored (a full disk, a failing
+    // database): what they are shown as, and what `retrySaving` keeps trying to store. Without
+    // this a job whose end could not be saved would read back as still running, for good.
+    private var unsavedEnds: [Int64: JobEnd] = [:]
+    // Stores `unsavedEnds` with backoff; nil while there is nothing to retry.
+    private var saver: Task<Void, Never>?
+
+    /// A job's final state as it will be stored.
+    struct JobEnd: Sendable {
+        var state: String
+        var taken: Int
+        var missed: Int
+        var lastFailure: ShotFailure?
+        var finishedAt: Int64
+    }
+
+    /// How far apart a job's end that could not be stored is tried again: 1, 2, 4, ... 32 seconds
+    /// (about a minute in all). After that it is logged and kept in memory, shown as it ended,
+    /// and tried again with the next end that cannot be stored.
+    static let saveRetryDelaysNanoseconds: [UInt64] = (0..<6).map { 1_000_000_000 << UInt64($0) }
 
     /// A service taking frames from `camera` and storing pictures in `catalog`; shots fall due,
     /// and the runner sleeps, on `clock`.
     public init(
-        camera: any JobCamera, catalog: MediaCatalog, clock: any Clock, limits: JobLimits,
+        camera: any JobCamera, catalog: any JobCatalog, clock: any Clock, limits: JobLimits,
         frameTimeoutMilliseconds: Int, logger: Logger
     ) {
         self.camera = camera
@@ -65,9 +85,17 @@ public actor JobService {
     }
 
     /// Stops the runner; jobs stay unfinished in the catalog and resume at the next start.
-    public func stop() {
+    ///
+    /// A job's end not stored yet is tried once more: left unstored, the job would resume at the
+    /// next start as if it had never ended.
+    public func stop() async {
         runner?.cancel()
         sleeper?.cancel()
+        saver?.cancel()
+        saver = nil
+        for (id, end) in unsavedEnds.sorted(by: { $0.key < $1.key }) where await store(id: id, end) {
+            unsavedEnds[id] = nil
+        }
         doorbell?.resume()
         doorbell = nil
         runner = nil
@@ -100,7 +128,8 @@ public actor JobService {
         return snapshot(record)
     }
 
-    /// Cancels the job with `id` (its pictures stay); nil if there is no such job.
+    /// Cancels the job with `id` (its pictures stay); nil if there is no such job. A job that has
+    /// already ended is answered as it ended, whether or not the catalog has stored that yet.
     public func cancel(id: Int64) async throws -> JobSnapshot? {
         if var schedule = schedules[id], !schedule.state.isFinal {
             schedule.cancel()
@@ -136,9 +165,12 @@ public actor JobService {
         let metadata = ["job_id": String(record.id)]
         guard let spec = try? JSONDecoder().decode(JobSpec.self, from: Data(record.specJSON.utf8)) else {
             logger.error("cannot read a stored job spec; marking the job failed", metadata)
-            await store(
-                id: record.id, state: JobState.failed.rawValue, taken: record.taken, missed: record.missed,
-                lastFailure: ShotFailure(.failed, "the stored spec could not be read"), finished: true)
+            await end(
+                record.id,
+                JobEnd(
+                    state: JobState.failed.rawValue, taken: record.taken, missed: record.missed,
+                    lastFailure: ShotFailure(.failed, "the stored spec could not be read"),
+                    finishedAt: clock.wallMillisecondsNow()))
             return
         }
         // Kept, or the next persist would erase the failure the job stopped with.
@@ -256,32 +288,69 @@ public actor JobService {
 
     /// Persists a final job and forgets its schedule, waking anyone waiting for it.
     private func finish(_ id: Int64) async {
-        await persist(id)
+        if let schedule = schedules[id] {
+            await end(
+                id,
+                JobEnd(
+                    state: schedule.state.rawValue, taken: schedule.taken, missed: schedule.missed,
+                    lastFailure: schedule.lastFailure, finishedAt: clock.wallMillisecondsNow()))
+        }
         schedules[id] = nil
         lastCaptured[id] = nil
         for waiter in finishWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
     }
 
+    /// Stores a job's end; if the catalog refuses it, keeps it to show and to store again later.
+    private func end(_ id: Int64, _ end: JobEnd) async {
+        if await store(id: id, end) { return }
+        unsavedEnds[id] = end
+        if saver == nil { saver = Task { await self.retrySaving() } }
+    }
+
+    /// Tries the unsaved ends again after each of `saveRetryDelaysNanoseconds`, on the clock.
+    private func retrySaving() async {
+        for delay in Self.saveRetryDelaysNanoseconds {
+            try? await clock.sleep(until: clock.monotonicNow().advanced(by: delay))
+            if Task.isCancelled { return }
+            for (id, end) in unsavedEnds.sorted(by: { $0.key < $1.key }) {
+                guard await store(id: id, end) else { continue }
+                unsavedEnds[id] = nil
+                logger.notice("job end stored", ["job_id": String(id), "state": end.state])
+            }
+            if unsavedEnds.isEmpty { break }
+        }
+        saver = nil
+        for id in unsavedEnds.keys.sorted() {
+            logger.error(
+                "job end not stored; shown as ended until the daemon stops",
+                ["job_id": String(id), "state": unsavedEnds[id]?.state ?? ""])
+        }
+    }
+
     private func persist(_ id: Int64) async {
         guard let schedule = schedules[id] else { return }
         await store(
-            id: id, state: schedule.state.rawValue, taken: schedule.taken, missed: schedule.missed,
-            lastFailure: schedule.lastFailure, finished: schedule.state.isFinal)
+            id: id,
+            JobEnd(
+                state: schedule.state.rawValue, taken: schedule.taken, missed: schedule.missed,
+                lastFailure: schedule.lastFailure, finishedAt: clock.wallMillisecondsNow()),
+            finished: schedule.state.isFinal)
     }
 
-    private func store(
-        id: Int64, state: String, taken: Int, missed: Int, lastFailure: ShotFailure?, finished: Bool
-    )
-        async
-    {
+    /// Writes a job's row; false (logged) if the catalog failed.
+    @discardableResult
+    private func store(id: Int64, _ end: JobEnd, finished: Bool = true) async -> Bool {
         do {
             try await catalog.updateJob(
-                id: id, state: state, taken: taken, missed: missed, lastFailure: lastFailure?.message,
-                lastFailureKind: lastFailure?.kind.rawValue,
-                finishedAt: finished ? clock.wallMillisecondsNow() : nil)
+                id: id, state: end.state, taken: end.taken, missed: end.missed,
+                lastFailure: end.lastFailure?.message, lastFailureKind: end.lastFailure?.kind.rawValue,
+                finishedAt: finished ? end.finishedAt : nil)
+            return true
         } catch {
-            // The schedule in memory stays right; the next update or the next resume catches up.
+            // The schedule (or the unsaved end) in memory stays right; the next update, a retry or
+            // the next resume catches up.
             logger.error("cannot persist a job", ["job_id": String(id), "error": "\(error)"])
+            return false
         }
     }
 
@@ -296,7 +365,14 @@ public actor JobService {
     private func snapshot(_ stored: JobRecord) -> JobSnapshot {
         var record = stored
         var nextShotAtWall: Int64?
-        if let schedule = schedules[stored.id] {
+        if let end = unsavedEnds[stored.id] {
+            record.state = end.state
+            record.taken = end.taken
+            record.missed = end.missed
+            record.lastFailure = end.lastFailure?.message
+            record.lastFailureKind = end.lastFailure?.kind.rawValue
+            record.finishedAt = end.finishedAt
+        } else if let schedule = schedules[stored.id] {
             record.state = schedule.state.rawValue
             record.taken = schedule.taken
             record.missed = schedule.missed

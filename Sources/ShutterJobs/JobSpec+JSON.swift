@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ShutterSystem
 
 extension JobSpec {
     /// Parses a request body such as `{"kind": "interval", "every": 5, "count": 100}`.
@@ -6,6 +7,8 @@ extension JobSpec {
     /// `every`, `delay` and `duration` are seconds; `until` and `start_at` are ISO 8601 UTC
     /// (see `ISO8601UTC`). Unknown fields and fields the kind does not take are refused by name.
     public static func parse(json body: [UInt8]) throws(JobSpecError) -> JobSpec {
+        // JSONDecoder keeps the first of two equal keys; a body that says two things is refused.
+        if let duplicate = JSONDuplicateKeys.first(in: body) { throw .duplicateField(duplicate) }
         let request: JobRequestBody
         do {
             request = try JSONDecoder().decode(JobRequestBody.self, from: Data(body))

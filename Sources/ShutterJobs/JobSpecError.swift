@@ -4,6 +4,8 @@ public enum JobSpecError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformedBody(String)
     /// A field the API does not know.
     case unknownField(String)
+    /// A field given twice in the body.
+    case duplicateField(String)
     /// A required field is absent.
     case missingField(String, kind: String?)
     /// A known field that the given kind does not take.
@@ -21,7 +23,8 @@ public enum JobSpecError: Error, Equatable, Sendable, CustomStringConvertible {
     public var field: String? {
         switch self {
         case .malformedBody, .tooManyActiveJobs: return nil
-        case .unknownField(let name), .missingField(let name, _), .fieldNotAllowed(let name, _):
+        case .unknownField(let name), .duplicateField(let name), .missingField(let name, _),
+            .fieldNotAllowed(let name, _):
             return name
         case .unknownKind: return "kind"
         case .conflictingFields(let first, _): return first
@@ -36,6 +39,8 @@ public enum JobSpecError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unknownField(let name):
             return
                 "Unknown field `\(name)`; accepted fields are kind, every, count, until, duration, delay, start_at and label."
+        case .duplicateField(let name):
+            return "`\(name)` is given twice; give each field once."
         case .missingField(let name, let kind?):
             return "`\(name)` is required for \(kind) jobs."
         case .missingField(let name, nil):

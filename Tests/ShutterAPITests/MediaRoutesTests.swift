@@ -77,3 +77,25 @@ import Testing
         }
     }
 }
+
+/// `/healthz` says when snaps are refused for space, and why.
+@Suite struct HealthTests {
+    @Test func belowTheDiskFloorHealthIsDegradedWithTheReason() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try TestAPI(directory: directory, minimumFreeBytes: Int64.max / 2)
+            let response = await api.respond(.get, "/healthz")
+            #expect(response.status == .serviceUnavailable)
+            #expect(response.text.contains(#""status":"degraded""#))
+            #expect(response.text.contains("storage full: snaps are refused with 507"))
+            #expect(response.text.contains("min_free_bytes"))
+        }
+    }
+
+    @Test func withRoomHealthIsOK() async throws {
+        try await withTemporaryDirectory { directory in
+            let response = await (try TestAPI(directory: directory)).respond(.get, "/healthz")
+            #expect(response.status == .ok)
+            #expect(response.text.contains(#""status":"ok""#))
+        }
+    }
+}

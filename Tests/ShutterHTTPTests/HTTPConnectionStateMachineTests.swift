@@ -559,6 +559,65 @@ extension String {
         #expect(connection.takeWritten().hasPrefix("HTTP/1.1 408 "))
     }
 
+    @Test func aConnectionThatSendsNothingIsClosedSilentlyAfterTheHeaderTimeout() throws {
+        // Not the idle timeout: a thousand silent connections would hold every slot for a minute.
+        let connection = EmbeddedConnection(router: try TestRoutes().router) {
+            $0.headerTimeoutMilliseconds = 10_000
+            $0.idleTimeoutMilliseconds = 60_000
+        }
+        connection.advance(milliseconds: 10_000)
+        #expect(connection.closed == nil)
+        connection.advance(milliseconds: 1)
+        #expect(connection.closed == .idle)
+        #expect(connection.written.isEmpty)
+        #expect(connection.accessLog.isEmpty)
+    }
+
+    @Test func aFirstHeadNotCompleteWithinTheHeaderTimeoutOfConnectingGets408() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router) {
+            $0.headerTimeoutMilliseconds = 2000
+            $0.requestTimeoutMilliseconds = 10_000
+        }
+        connection.advance(milliseconds: 1500)
+        connection.receive("GET /hel")
+        connection.advance(milliseconds: 500)
+        #expect(connection.written.isEmpty)
+        connection.advance(milliseconds: 1)
+        let text = connection.takeWritten()
+        #expect(text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+        #expect(text.contains("within 2000 ms of connecting"))
+        #expect(connection.halfClosed)
+    }
+
+    @Test func aCompleteHeadStopsTheHeaderTimerAndItsBodyHasTheRequestTimeout() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router) {
+            $0.headerTimeoutMilliseconds = 1000
+            $0.requestTimeoutMilliseconds = 10_000
+        }
+        connection.receive("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nab")
+        connection.advance(milliseconds: 5000)
+        #expect(connection.written.isEmpty && connection.closed == nil)
+        connection.advance(milliseconds: 5001)
+        #expect(connection.takeWritten().contains("not complete within 10000 ms\""))
+    }
+
+    @Test func betweenKeptAliveRequestsTheIdleTimeoutApplies() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router) {
+            $0.headerTimeoutMilliseconds = 1000
+            $0.idleTimeoutMilliseconds = 60_000
+        }
+        connection.receive(getHello)
+        #expect(connection.takeWritten() == hello(1))
+        connection.advance(milliseconds: 30_000)
+        #expect(connection.closed == nil)
+        connection.receive(getHello)
+        #expect(
+            connection.takeWritten().hasSuffix(
+                "X-Request-Id: 2\r\nX-Content-Type-Options: nosniff\r\n\r\nhello"))
+        connection.advance(milliseconds: 60_001)
+        #expect(connection.closed == .idle)
+    }
+
     @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() throws {
         let connection = EmbeddedConnection(router: try TestRoutes().router) {
             $0.idleTimeoutMilliseconds = 60_000

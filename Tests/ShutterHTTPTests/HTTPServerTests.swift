@@ -224,6 +224,83 @@ import Testing
         }
     }
 
+    @Test func oneClientCannotTakeEverySlot() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
+                $0.maxConnections = 10
+                $0.maxConnectionsPerPeer = 2
+            }
+            defer { running.stop() }
+            let first = try TestSocket(port: running.port)
+            let second = try TestSocket(port: running.port)
+            for socket in [first, second] {
+                try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                #expect(socket.readResponse()?.status == 200)
+            }
+            // Over the client's limit, though far under max_connections: refused with a 503 in JSON.
+            for _ in 0..<3 {
+                let refused = try TestSocket(port: running.port)
+                let response = try #require(refused.readResponse())
+                #expect(response.status == 503)
+                #expect(response.head.contains("Content-Type: application/json"))
+                let body = String(decoding: response.body, as: UTF8.self)
+                #expect(body.contains(#""error":"service unavailable""#))
+                #expect(body.contains("too many connections from 127.0.0.1 (at most 2)"))
+            }
+            // Another address is another client, served while the first is refused.
+            let other = try TestSocket(port: running.port, source: 0x7F00_0002)
+            try other.send("GET /peer HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(other.readResponse()?.body == Array("127.0.0.2 loopback=true".utf8))
+            // One line for the whole episode, and one when it ends.
+            #expect(sink.lines.filter { $0.contains("over its limit") }.count == 1)
+            _ = Glibc.shutdown(first.descriptor, Int32(SHUT_RDWR))
+            // The server hears of the close on its loop, in its own time.
+            for _ in 0..<1000 where running.connectionCount > 2 { usleep(1000) }
+            #expect(running.connectionCount == 2)
+            let again = try TestSocket(port: running.port)
+            try again.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(again.readResponse()?.status == 200)
+            #expect(
+                sink.lines.filter { $0.contains("accepted from a client again") && $0.contains("refused=3") }
+                    .count == 1)
+        }
+    }
+
+    @Test func refusalsOverTheConnectionLimitAreLoggedOncePerEpisode() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
+                $0.maxConnections = 2
+                $0.maxConnectionsPerPeer = 2
+            }
+            defer { running.stop() }
+            let held = try [TestSocket(port: running.port), TestSocket(port: running.port)]
+            for socket in held {
+                try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                #expect(socket.readResponse()?.status == 200)
+            }
+            for _ in 0..<5 {
+                #expect(try TestSocket(port: running.port).readResponse()?.status == 503)
+            }
+            #expect(sink.lines.filter { $0.contains("refused: over limit") }.count == 1)
+            _ = Glibc.shutdown(held[0].descriptor, Int32(SHUT_RDWR))
+            for _ in 0..<1000 where running.connectionCount > 1 { usleep(1000) }
+            #expect(
+                sink.lines.filter { $0.contains("connections accepted again") && $0.contains("refused=5") }
+                    .count == 1)
+        }
+    }
+
+    @Test func theDefaultPerClientLimitIsAQuarterOfTheConnections() {
+        var configuration = HTTPServerConfiguration()
+        #expect(configuration.effectiveMaxConnectionsPerPeer == 256)
+        configuration.maxConnections = 2
+        #expect(configuration.effectiveMaxConnectionsPerPeer == 1)
+        configuration.maxConnectionsPerPeer = 5
+        #expect(configuration.effectiveMaxConnectionsPerPeer == 5)
+    }
+
     @Test func idleConnectionsAreClosedOnTheServersClock() async throws {
         try await onDedicatedThread {
             let running = try RunningHTTPServer(router: Self.router()) { $0.idleTimeoutMilliseconds = 150 }

@@ -105,4 +105,11 @@ private func parse(_ body: String) throws(JobSpecError) -> JobSpec {
         #expect(ISO8601UTC.parse("2026-11-30T04:40:00.000Z") == 1_796_013_600_000)
         #expect(ISO8601UTC.parse("2024-02-29T23:59:59.999Z") == 1_709_251_199_999)
     }
+
+    @Test func aFieldGivenTwiceIsRefusedByName() {
+        #expect(throws: JobSpecError.duplicateField("delay")) {
+            try parse(#"{"kind": "delayed", "delay": 5, "delay": -1}"#)
+        }
+        #expect(JobSpecError.duplicateField("every").description.contains("`every`"))
+    }
 }

@@ -22,9 +22,10 @@ public final class RunningHTTPServer: @unchecked Sendable {
     private let shutdownStarted = Atomic<Bool>(false)
     public let port: Int
 
+    /// `logLevel` is what `logSink` records from (errors only unless told).
     public init(
         router: Router, clock: ManualClock = ManualClock(), logSink: (any Logger.Sink)? = nil,
-        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+        logLevel: Logger.Level = .error, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
@@ -36,7 +37,7 @@ public final class RunningHTTPServer: @unchecked Sendable {
         loop = try EventLoop(tickMilliseconds: 3_600_000)
         server = HTTPServer(
             configuration: configuration, router: router,
-            logger: logSink.map { Logger(label: "test", level: .error, sink: $0) }
+            logger: logSink.map { Logger(label: "test", level: logLevel, sink: $0) }
                 ?? Logger(label: "test", level: .error),
             loop: loop, clock: clock)
         try server.start()
@@ -122,8 +123,21 @@ public final class RunningHTTPServer: @unchecked Sendable {
 public final class TestSocket {
     public let descriptor: Int32
 
-    public init(port: Int, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 5) throws {
+    /// A client connected to 127.0.0.1:`port`, from `source` (another 127.x.y.z address, in
+    /// host byte order, to be another client) if given.
+    public init(port: Int, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 5, source: UInt32? = nil) throws
+    {
         descriptor = try syscall("socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = source.bigEndian
+            _ = try withUnsafePointer(to: &local) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                    try syscall("bind") { bind(descriptor, sa, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+            }
+        }
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }

@@ -157,3 +157,91 @@ def test_running_out_of_descriptors_pauses_accepting_without_spinning(make_daemo
             sock.close()
     time.sleep(0.5)
     assert d.request("GET", "/healthz")[0] == 200
+
+
+def _get_healthz(port, source, timeout=5):
+    """GET /healthz from the loopback address `source`; returns the raw answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_silent_connections_do_not_lock_out_honest_clients(make_daemon):
+    # The idle timeout is a minute; silent connections must be dropped long before it.
+    d = make_daemon(["--size", "320x240", "--max-connections", "64", "--max-connections-per-peer", "16",
+                     "--header-timeout-ms", "1000", "--idle-timeout-ms", "60000"])
+    silent = []
+    try:
+        # 16 held, and 44 refused: fewer than the 64 refusals drained at once, so each gets its 503
+        # intact (more are closed at once, and a reset may destroy theirs).
+        for _ in range(60):
+            silent.append(socket.create_connection(("127.0.0.1", d.port), timeout=5))
+        time.sleep(0.2)
+        # Another client address is served at once: one address cannot take every slot.
+        start = time.monotonic()
+        answer = _get_healthz(d.port, "127.0.0.2")
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert time.monotonic() - start < 1
+        # The silent client's own address is over its limit: a 503 in JSON, at once.
+        answer = _get_healthz(d.port, "127.0.0.1")
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        assert "127.0.0.1" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["detail"]
+        # Within the header timeout the held ones are closed without a word, and the address is served again.
+        held = 0
+        for sock in silent:
+            sock.settimeout(5)
+            try:
+                data = sock.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                continue
+            if data == b"":
+                held += 1
+        assert held == 16
+        assert time.monotonic() - start < 4
+        assert _get_healthz(d.port, "127.0.0.1").startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in silent:
+            sock.close()
+    refusals = [line for line in d.log_lines if "over its limit" in line]
+    assert len(refusals) == 1, refusals
+
+
+def test_bodies_and_queries_that_say_two_things_are_refused(daemon):
+    # A JSON key given twice, anywhere a body is read: a 400 naming it, never the first value.
+    for method, path, body in [
+        ("POST", "/snap", '{"delay": 5, "delay": -1}'),
+        ("POST", "/jobs", '{"kind": "delayed", "delay": 5, "delay": -1}'),
+        ("PATCH", "/camera/controls", '{"brightness": 1, "brightness": 2}'),
+    ]:
+        status, _, answer = daemon.json(method, path, body=body, headers={"Content-Type": "application/json"})
+        assert status == 400, (path, status, answer)
+        assert "twice" in answer["detail"] and ("delay" in answer["detail"] or "brightness" in answer["detail"]), answer
+    record = daemon.snap()
+    status, _, answer = daemon.json("PATCH", f"/library/{record['id']}", body='{"keep": true, "keep": false}')
+    assert status == 400 and "`keep`" in answer["detail"], answer
+    # Query numbers are decimals: no hex, no exponent, no infinity.
+    for delay in ["0x5", "1e1", "inf", "nan"]:
+        status, _, answer = daemon.json("POST", f"/snap?delay={delay}")
+        assert status == 400 and answer["error"] == "invalid value", (delay, answer)
+    assert daemon.json("GET", "/library?limit=0x10")[0] == 400
+    # A parameter that cannot be decoded is refused like any unknown one.
+    status, _, answer = daemon.json("GET", "/status?%ff=1")
+    assert status == 400 and answer["error"] == "unknown parameter", answer
+    assert daemon.json("GET", "/library?limit=%ff")[0] == 400
+    assert len(daemon.json("GET", "/library")[2]["items"]) == 1, "nothing was taken by the refused snaps"
+
+
+def test_max_connections_is_lowered_to_fit_the_descriptor_limit(make_daemon):
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    d = make_daemon(["--size", "320x240"], preexec_fn=low_limit)
+    lowered = [line for line in d.log_lines if "max_connections lowered" in line]
+    # (256 - 128) / 2: two descriptors a connection after the daemon's own headroom.
+    assert len(lowered) == 1 and "max_connections=64" in lowered[0], d.log_lines
+    assert d.request("GET", "/healthz")[0] == 200

@@ -101,20 +101,37 @@ def test_a_full_disk_refuses_snaps_with_507_and_harms_nothing(tiny_fs, make_daem
     assert "storage" in refusal["error"], refusal
     assert len(stored) >= 3
 
-    assert d.request("GET", "/healthz")[0] == 200
+    # Health says why snaps are refused.
+    status, _, health = d.json("GET", "/healthz")
+    assert status == 503 and health["status"] == "degraded" and "storage full" in health["reason"], health
+    # Nothing else answers 500 on the full disk: a thumbnail is served without being cached (or
+    # cached if it fits), marking a picture kept is stored or refused with 507.
+    status, headers, thumbnail = d.request("GET", stored[-1]["url"] + "?width=64")
+    assert status == 200 and headers["content-type"] == "image/jpeg", (status, thumbnail[:200])
+    assert djpeg_size(thumbnail)[0] < 640
+    status, _, body = d.json("PATCH", f"/library/{stored[-1]['id']}", body=json.dumps({"keep": True}))
+    assert status in (200, 507), (status, body)
+    if status == 507:
+        assert body["error"] == "storage full" and body["detail"], body
+    thumbs = tiny_fs / "data" / "media" / "thumbs"
+    assert not [name for name in (os.listdir(thumbs) if thumbs.exists() else []) if name.endswith(".tmp")]
     library = all_records(d)
     assert sorted(r["id"] for r in library) == sorted(r["id"] for r in stored)
     for record in library:
         assert_intact(d, record)
     # Nothing of the failed write is left: no temporary file, no file without a record.
     media = tiny_fs / "data" / "media"
-    assert sorted(os.listdir(media)) == sorted(f"{r['id']}.jpg" for r in stored)
+    assert sorted(name for name in os.listdir(media) if name != "thumbs") == sorted(
+        f"{r['id']}.jpg" for r in stored)
 
-    # Deleting is how a user makes room, so it must work on the full disk.
-    assert d.request("DELETE", f"/library/{stored[0]['id']}")[0] == 204
+    # Deleting is how a user makes room, so it must work on the full disk (two, since the
+    # thumbnail and the keep above may have taken what little was left).
+    for gone in stored[:2]:
+        assert d.request("DELETE", f"/library/{gone['id']}")[0] == 204
     status, _, record = d.json("POST", "/snap")
     assert status == 201, record
     assert_intact(d, record)
+    assert d.json("GET", "/healthz")[2]["status"] == "ok"
 
 
 def test_a_free_space_floor_above_the_disk_refuses_the_first_snap(tiny_fs, make_daemon):
@@ -124,4 +141,28 @@ def test_a_free_space_floor_above_the_disk_refuses_the_first_snap(tiny_fs, make_
     assert status == 507 and "storage" in body["error"], body
     assert all_records(d) == []
     assert os.listdir(tiny_fs / "data" / "media") == []
-    assert d.request("GET", "/healthz")[0] == 200
+    status, _, health = d.json("GET", "/healthz")
+    assert status == 503 and health["status"] == "degraded", health
+    assert "min_free_bytes" in health["reason"] and str(tiny_fs) not in health["reason"], health
+
+
+def test_thumbnails_count_in_the_library_and_their_leftovers_go_at_start_up(make_daemon, tmp_path):
+    d = make_daemon(["--size", "640x480", "--fps", "60", "--min-free-bytes", "0"])
+    record = d.snap()
+    status, _, thumbnail = d.request("GET", record["url"] + "?width=64")
+    assert status == 200
+    thumbs = tmp_path / "data" / "media" / "thumbs"
+    cached = os.listdir(thumbs)
+    assert len(cached) == 1 and os.path.getsize(thumbs / cached[0]) == len(thumbnail)
+    library = d.json("GET", "/status")[2]["library"]
+    assert library["thumbnail_bytes"] == len(thumbnail)
+    assert library["bytes"] == record["bytes"] + len(thumbnail)
+
+    # What a crash or a full disk leaves in thumbs/ goes at the next start, as in media/.
+    assert d.stop() == 0
+    (thumbs / f".{record['id']}-128.jpg.12345.tmp").write_bytes(b"\xff\xd8partial")
+    (thumbs / "999-64.jpg").write_bytes(thumbnail)
+    d.start()
+    assert sorted(os.listdir(thumbs)) == cached
+    assert any("unfinished thumbnail" in line for line in d.log_lines), d.log_lines
+    assert d.json("GET", "/status")[2]["library"]["bytes"] == record["bytes"] + len(thumbnail)
