@@ -140,7 +140,13 @@ public actor MediaCatalog {
             // On a small disk the WAL can hold the room a delete just freed (it shrinks only at a
             // checkpoint): give that back and try once more, so deleting makes room at once.
             reclaimDatabaseSpace()
-            do { try files.store(jpeg, id: id) } catch { throw CatalogError(error) }
+            do {
+                try files.store(jpeg, id: id)
+            } catch {
+                let failure = CatalogError(error)
+                if failure.isStorageFull { noteSpaceShortage("the disk is full") }
+                throw failure
+            }
         } catch {
             let failure = CatalogError(error)
             if failure.isStorageFull { noteSpaceShortage("the disk is full") }

@@ -1,0 +1,85 @@
+"""scripts/install: a staged install (the binary with the Swift runtime linked statically, the
+unit, the config, the man page), its removal, and the Debian package installed with dpkg and run."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import Daemon
+
+REPOSITORY = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+INSTALL = os.path.join(REPOSITORY, "scripts", "install")
+
+
+def run(*args, **kwargs):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=900, **kwargs)
+
+
+def test_a_staged_install_and_its_removal(tmp_path):
+    root = tmp_path / "root"
+    result = run(INSTALL, "--root", str(root))
+    assert result.returncode == 0, result.stderr[-3000:]
+    binary = root / "usr/local/bin/shutterd"
+    assert os.stat(binary).st_mode & 0o777 == 0o755
+    # Only Debian's C libraries: no Swift runtime to install beside it.
+    libraries = run("ldd", str(binary)).stdout
+    assert "libswift" not in libraries and "libFoundation" not in libraries, libraries
+    assert "libturbojpeg" in libraries and "libsqlite3" in libraries
+    assert run(str(binary), "--version").stdout.startswith("shutterd ")
+    unit = (root / "etc/systemd/system/shutterd.service").read_text()
+    assert "ExecStart=/usr/local/bin/shutterd --config /etc/shutterd.json" in unit
+    assert "Type=notify" in unit
+    verify = run("systemd-analyze", "verify", f"--root={root}", "/etc/systemd/system/shutterd.service")
+    assert verify.returncode == 0, verify.stderr
+    assert (root / "etc/shutterd.json").read_text() == open(os.path.join(REPOSITORY, "config/shutterd.json")).read()
+    # The man page says what --help says: every option is in both.
+    page = root / "usr/local/share/man/man8/shutterd.8"
+    assert run("groff", "-man", "-ww", "-z", str(page)).stderr == ""
+    rendered = run("man", "-l", str(page), env={**os.environ, "MANWIDTH": "200", "MAN_KEEP_FORMATTING": ""}).stdout
+    rendered = re.sub(r".\x08", "", rendered)
+    flags = set(re.findall(r"^  (--[a-z-]+)", run(str(binary), "--help").stdout, re.M))
+    assert len(flags) > 30
+    missing = [flag for flag in flags if flag not in rendered]
+    assert missing == [], missing
+    # A second install keeps a config the administrator changed.
+    (root / "etc/shutterd.json").write_text('{"fps": 10}\n')
+    assert run(INSTALL, "--root", str(root)).returncode == 0
+    assert (root / "etc/shutterd.json").read_text() == '{"fps": 10}\n'
+    result = run(INSTALL, "--uninstall", "--root", str(root))
+    assert result.returncode == 0, result.stderr
+    assert not binary.exists() and not page.exists()
+    assert not (root / "etc/systemd/system/shutterd.service").exists()
+    assert (root / "etc/shutterd.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("dpkg") is None, reason="installing a package needs root")
+def test_the_debian_package_installs_runs_and_purges(tmp_path):
+    if run("dpkg-query", "-W", "shutterd").returncode == 0:
+        pytest.skip("a shutterd package is already installed here; not touching it")
+    result = run(INSTALL, "--deb")
+    assert result.returncode == 0, result.stderr[-3000:]
+    deb = result.stdout.strip().splitlines()[-1]
+    contents = run("dpkg-deb", "--contents", deb).stdout
+    for path in ("./usr/bin/shutterd", "./lib/systemd/system/shutterd.service", "./etc/shutterd.json",
+                 "./usr/share/man/man8/shutterd.8.gz"):
+        assert path in contents, contents
+    info = run("dpkg-deb", "--info", deb).stdout
+    assert "libturbojpeg0" in info and "libsqlite3-0" in info and "libc6" in info, info
+    installed = run("dpkg", "-i", deb)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    try:
+        assert run("/usr/bin/shutterd", "--version").stdout.startswith("shutterd ")
+        assert "ExecStart=/usr/bin/shutterd" in open("/lib/systemd/system/shutterd.service").read()
+        d = Daemon(tmp_path / "data", ["--size", "320x240"], binary="/usr/bin/shutterd").start()
+        try:
+            assert d.request("GET", "/healthz")[0] == 200
+            assert d.json("POST", "/snap")[0] == 201
+        finally:
+            d.stop()
+    finally:
+        purged = run("dpkg", "--purge", "shutterd")
+        assert purged.returncode == 0, purged.stderr
+    assert not os.path.exists("/usr/bin/shutterd")
