@@ -32,11 +32,11 @@ public final class ShutterDaemon {
         self.configuration = configuration
         self.signalDescriptor = signalDescriptor
         self.environment = environment
-        self.logger = Logger(
-            label: "shutterd", level: configuration.logLevel,
-            style: LogStyle(
-                format: configuration.logFormat,
-                journalPriorities: LogStyle.stderrIsJournal(environment: environment)))
+        let style = LogStyle(
+            format: configuration.logFormat,
+            journalPriorities: LogStyle.stderrIsJournal(environment: environment))
+        StandardErrorSink.shared.style = style
+        self.logger = Logger(label: "shutterd", level: configuration.logLevel, style: style)
     }
 
     /// Runs until a termination signal, then shuts down gracefully; returns the exit status.

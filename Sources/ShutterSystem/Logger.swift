@@ -121,40 +121,160 @@ extension Logger.Sink {
     }
 }
 
-/// Writes each line, or each batch of lines, to stderr with one writer at a time, so lines from
-/// threads never interleave.
+/// Writes log lines to stderr from a thread of its own, so that no thread that logs (the event
+/// loop above all) ever waits for stderr.
 ///
-/// The lock matters for batches: the kernel writes at most `PIPE_BUF` (4 KiB) to a pipe at once
-/// atomically, and the access log's batches are larger, so without it another thread's line
-/// could land inside one. A stderr left non-blocking by whoever started the daemon is waited on
-/// (up to a second at a time) rather than having the rest of a batch dropped at once.
-public final class StandardErrorSink: Logger.Sink {
-    public static let shared = StandardErrorSink()
-    private let writer = LockedValue<Void>(())
+/// A stderr that nobody reads (a pipe whose reader stopped, a journal that is behind) used to
+/// block the event loop's `write`, and the daemon stopped answering anyone after a few hundred
+/// requests. Lines now go into a queue of at most `capacity` bytes that the writer thread
+/// drains with blocking writes; what does not fit is dropped and counted, and one line saying
+/// how many were dropped is written as soon as stderr takes lines again. Lines are written
+/// whole and in order; a batch (the access log's) is never split by another thread's line.
+public final class StandardErrorSink: Logger.Sink, @unchecked Sendable {
+    // @unchecked Sendable: `state` is only touched under its lock; `writer` is set once, under it.
+    public static let shared = StandardErrorSink(descriptor: 2)
+
+    /// The most bytes waiting for stderr before new lines are dropped.
+    public static let defaultCapacity = 1 << 20
+
+    private struct State {
+        var style = LogStyle()
+        var pending: [UInt8] = []
+        var droppedLines = 0
+        var writerStarted = false
+        /// Bytes handed to `write` and not yet written, for `flush`.
+        var inFlight = 0
+    }
+
+    private let descriptor: Int32
+    private let capacity: Int
+    private let state = LockedValue(State())
+    private let wakeup = ThreadWakeup()
+    private let drained = ThreadWakeup()
+
+    /// A sink writing to `descriptor` (2 for stderr; tests use a pipe) with a queue of `capacity` bytes.
+    public init(descriptor: Int32, capacity: Int = StandardErrorSink.defaultCapacity) {
+        self.descriptor = descriptor
+        self.capacity = capacity
+    }
 
     public func write(_ line: String) {
         write(lines: Array((line + "\n").utf8))
     }
 
     public func write(lines: [UInt8]) {
-        writer.withLock { _ in
-            lines.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                    if n > 0 {
-                        offset += n
-                        continue
-                    }
-                    guard n < 0 else { return }
-                    switch errno {
-                    case EINTR: continue
-                    case EAGAIN:
-                        var entry = pollfd(fd: 2, events: Int16(POLLOUT), revents: 0)
-                        // Nobody reading for a second: drop the rest rather than hold the loop.
-                        guard poll(&entry, 1, 1000) > 0 else { return }
-                    default: return
-                    }
+        let startWriter = state.withLock { state -> Bool in
+            if state.pending.count + lines.count > capacity {
+                state.droppedLines += lines.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            } else {
+                state.pending += lines
+            }
+            defer { state.writerStarted = true }
+            return !state.writerStarted
+        }
+        if startWriter { start() }
+        wakeup.signal()
+    }
+
+    /// The style of the lines this sink writes itself (the count of dropped lines).
+    public var style: LogStyle {
+        get { state.withLock { $0.style } }
+        set { state.withLock { $0.style = newValue } }
+    }
+
+    /// Lines dropped so far because stderr was not taking them.
+    public var droppedLines: Int { state.withLock { $0.droppedLines } }
+
+    /// Waits until every queued line is written, or `seconds` pass (a stderr nobody reads must
+    /// not hold the process's exit); returns whether everything was written.
+    @discardableResult
+    public func flush(seconds: Int = 1) -> Bool {
+        let deadline = SystemClock().monotonicNow().advanced(by: UInt64(seconds) * 1_000_000_000)
+        while true {
+            let empty = state.withLock { $0.pending.isEmpty && $0.inFlight == 0 }
+            if empty { return true }
+            wakeup.signal()
+            if !drained.wait(untilMonotonic: deadline) && SystemClock().monotonicNow() >= deadline {
+                return state.withLock { $0.pending.isEmpty && $0.inFlight == 0 }
+            }
+        }
+    }
+
+    private func start() {
+        do {
+            let thread = try OSThread.spawn(name: "shutter-log") { [self] in run() }
+            thread.detach()
+        } catch {
+            // No thread: write on the caller's thread rather than lose the lines.
+            state.withLock { $0.writerStarted = false }
+            let bytes = state.withLock { state -> [UInt8] in
+                defer { state.pending.removeAll() }
+                return state.pending
+            }
+            writeAll(bytes)
+        }
+    }
+
+    private func run() {
+        while true {
+            _ = wakeup.wait(untilMonotonic: nil)
+            while true {
+                let (bytes, dropped) = state.withLock { state -> ([UInt8], Int) in
+                    let bytes = state.pending
+                    let dropped = state.droppedLines
+                    state.pending.removeAll(keepingCapacity: true)
+                    state.inFlight = bytes.count
+                    return (bytes, dropped)
+                }
+                if bytes.isEmpty {
+                    drained.signal()
+                    break
+                }
+                writeAll(bytes)
+                state.withLock { $0.inFlight = 0 }
+                reportDropped(since: dropped)
+            }
+        }
+    }
+
+    /// The number of dropped lines last reported (the writer thread's own).
+    private var reportedDropped = 0
+
+    /// Says once how many lines were dropped since the last report, now that stderr takes lines.
+    private func reportDropped(since dropped: Int) {
+        guard dropped > reportedDropped else { return }
+        let style = self.style
+        var line: [UInt8] = []
+        LogLine.appendStart(to: &line, style: style, level: .warning)
+        line += LogLine.timestamp(millisecondsSince1970: SystemClock().wallMillisecondsNow())
+        LogLine.appendHead(
+            to: &line, style: style, level: .warning, label: "shutterd",
+            message: "log lines dropped: stderr was not read")
+        LogLine.appendField(to: &line, style: style, key: "dropped", value: String(dropped - reportedDropped))
+        LogLine.appendEnd(to: &line, style: style)
+        line.append(UInt8(ascii: "\n"))
+        reportedDropped = dropped
+        writeAll(line)
+    }
+
+    /// Writes all of `bytes`, waiting as long as stderr takes (this is the writer's own thread).
+    private func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                guard n < 0 else { return }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN:
+                    // A stderr left non-blocking by whoever started the daemon: wait for room.
+                    var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&entry, 1, 1000)
+                default: return
                 }
             }
         }

@@ -12,6 +12,7 @@ do {
     signalDescriptor = try TerminationSignals.blockAndOpenDescriptor()
 } catch {
     StandardErrorSink.shared.write("shutterd: \(error)")
+    StandardErrorSink.shared.flush()
     exit(1)
 }
 
@@ -36,13 +37,17 @@ do {
         print("shutterd \(ShutterDaemon.version)")
         exit(0)
     case .run(let configuration):
-        exit(
-            ShutterDaemon(
-                configuration: configuration, signalDescriptor: signalDescriptor, environment: environment
-            )
-            .run())
+        let status = ShutterDaemon(
+            configuration: configuration, signalDescriptor: signalDescriptor, environment: environment
+        )
+        .run()
+        // Log lines go out from a thread of their own: let the last ones ("stopped") reach
+        // stderr, but never wait more than a second for a stderr nobody reads.
+        StandardErrorSink.shared.flush()
+        exit(status)
     }
 } catch {
     StandardErrorSink.shared.write("shutterd: \(error)")
+    StandardErrorSink.shared.flush()
     exit(2)
 }
