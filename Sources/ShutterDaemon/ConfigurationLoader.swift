@@ -24,6 +24,8 @@ public enum ConfigurationLoader {
             var argument = arguments[index]
             index += 1
             if argument == "--help" || argument == "-h" { return .help(helpText()) }
+            // The man page (scripts/install) is printed from the same keys as --help.
+            if argument == "--man" { return .help(manualPage(version: ShutterDaemon.version)) }
             if argument == "--version" { return .version }
             var inlineValue: String?
             if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
@@ -112,6 +114,66 @@ public enum ConfigurationLoader {
 
     /// The configuration table of the README, made from `ConfigurationKey.all` so the two cannot
     /// drift apart (a unit test checks the README holds exactly this).
+    /// `shutterd(8)` in roff (man(7)), made from `ConfigurationKey.all` like `--help`, so the
+    /// two cannot drift apart.
+    public static func manualPage(version: String) -> String {
+        let defaults = ShutterConfiguration()
+        func roff(_ text: String) -> String {
+            // A backslash starts an escape and a leading dot or quote a request (groff(7)).
+            var escaped = text.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
+            if escaped.hasPrefix(".") || escaped.hasPrefix("'") { escaped = "\\&" + escaped }
+            return escaped
+        }
+        var page = """
+            .TH SHUTTERD 8 "" "shutterd \(version)" "System Administration"
+            .SH NAME
+            shutterd \\- a camera capture daemon with an HTTP API
+            .SH SYNOPSIS
+            .B shutterd
+            [\\fB\\-\\-config\\fR \\fIFILE\\fR] [\\fIOPTIONS\\fR]
+            .SH DESCRIPTION
+            .B shutterd
+            turns a V4L2 camera (or a built\\-in test pattern) into an HTTP service: POST /snap stores a
+            JPEG in a SQLite\\-catalogued library, GET /library lists it, /preview.mjpg streams the live
+            picture, and the page at / is a camera app. It listens on loopback unless told otherwise.
+            .PP
+            Every option can also be set as an environment variable or a key in the JSON config file;
+            flags win over the environment, which wins over the file.
+            .SH OPTIONS
+            .TP
+            \\fB\\-\\-config\\fR \\fIFILE\\fR
+            JSON config file (environment SHUTTERD_CONFIG).
+            .TP
+            \\fB\\-\\-help\\fR
+            Print the options and exit.
+            .TP
+            \\fB\\-\\-version\\fR
+            Print the version and exit.
+
+            """
+        for key in ConfigurationKey.all {
+            page += ".TP\n\\fB\(roff(key.flag))\\fR \\fI\(roff(key.valueName))\\fR\n"
+            page += "\(roff(key.help)). Default: \(roff(key.current(defaults))). "
+            page += "Environment \(roff(key.environmentVariable)), config key \(roff(key.name)).\n"
+        }
+        page += """
+            .SH SIGNALS
+            SIGTERM and SIGINT stop accepting, let requests in flight finish, and exit 0.
+            .SH FILES
+            .TP
+            .I /etc/shutterd.json
+            The configuration the systemd unit passes with \\-\\-config.
+            .TP
+            .I /var/lib/shutterd
+            The data directory under systemd: catalog.sqlite, media/, link\\-signing.key.
+            .SH SEE ALSO
+            .BR systemd.service (5),
+            .BR journalctl (1)
+
+            """
+        return page
+    }
+
     public static func markdownTable() -> String {
         let defaults = ShutterConfiguration()
         var table = """
@@ -131,5 +193,12 @@ public enum ConfigurationLoader {
     public static func readWholeFile(_ path: String) throws -> [UInt8] {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         return [UInt8](data)
+    }
+}
+
+extension String {
+    /// The text with every `target` replaced by `replacement`.
+    fileprivate func replacingAll(_ target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }

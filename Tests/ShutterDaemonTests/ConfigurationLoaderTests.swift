@@ -43,6 +43,26 @@ import Testing
         #expect(throws: ConfigurationError.self) { try load(["--anonymous", "root"]) }
     }
 
+    @Test func theManPageListsEveryKeyThatHelpDoes() throws {
+        let outcome = try ConfigurationLoader.load(arguments: ["--man"], environment: [:])
+        guard case .help(let page) = outcome else { return #expect(Bool(false)) }
+        #expect(page.hasPrefix(".TH SHUTTERD 8 "))
+        for key in ConfigurationKey.all {
+            // roff writes a literal hyphen as \- (groff(7)).
+            let flag = key.flag.split(separator: "-", omittingEmptySubsequences: false).joined(
+                separator: "\\-")
+            #expect(page.contains("\\fB\(flag)\\fR"), "\(key.flag)")
+            #expect(page.contains(key.environmentVariable.replacing("-", with: "\\-")))
+        }
+        // Every line roff takes for a request is one of the man macros used on purpose: help
+        // text that began with a dot would have been escaped.
+        let requests: Set<Substring> = ["TH", "SH", "TP", "PP", "B", "I", "BR"]
+        for line in page.split(separator: "\n") where line.hasPrefix(".") || line.hasPrefix("'") {
+            let name = line.dropFirst().prefix { $0 != " " }
+            #expect(requests.contains(name), "\(line)")
+        }
+    }
+
     @Test func flagsOverrideEnvironmentOverrideFile() throws {
         let file = #"{"fps": 10, "size": "320x240", "quality": 50, "_note": "ignored"}"#
         let configuration = try load(

@@ -19,7 +19,8 @@ BINARY = os.environ.get("SHUTTERD_BIN", os.path.join(os.path.dirname(__file__), 
 class Daemon:
     """One shutterd process."""
 
-    def __init__(self, data_dir, args=(), env=None, preexec_fn=None):
+    def __init__(self, data_dir, args=(), env=None, preexec_fn=None, binary=None):
+        self.binary = binary or BINARY
         self.preexec_fn = preexec_fn
         self.data_dir = str(data_dir)
         self.args = list(args)
@@ -35,7 +36,7 @@ class Daemon:
         self._listening.clear()
         self.log_lines = []
         self.process = subprocess.Popen(
-            [BINARY, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
+            [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
             preexec_fn=self.preexec_fn)
         threading.Thread(target=self._read_log, daemon=True).start()
