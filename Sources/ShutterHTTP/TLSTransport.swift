@@ -1,0 +1,172 @@
+import COpenSSL
+import ShutterSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// TLS over a connection's socket with OpenSSL (`SSL`), non-blocking: `SSL_ERROR_WANT_READ` and
+/// `SSL_ERROR_WANT_WRITE` become `.wouldBlock` or a handshake's wish, which the state machine
+/// turns into epoll interest.
+///
+/// With kernel TLS for sending (`SSL_OP_ENABLE_KTLS` and a kernel with the `tls` module), the
+/// kernel encrypts: files go out with `SSL_sendfile`, without passing through user space.
+/// Otherwise a file region is read into the server's scratch buffer one record at a time and
+/// written with `SSL_write`. Memory chunks of 16 KiB or more are handed to `SSL_write` from the
+/// response's own array; smaller ones are gathered into the scratch buffer first, so a head and
+/// a small body make one record instead of two.
+///
+/// Every call starts with an empty OpenSSL error queue (`SSL_get_error` reads it), and
+/// `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER` lets a write that would have blocked be retried from
+/// the scratch buffer refilled with the same bytes (the queue's front does not change until
+/// a write succeeds).
+final class TLSTransport: ConnectionTransport {
+    /// What a handshake step did.
+    enum HandshakeProgress {
+        case finished
+        case wantsRead
+        case wantsWrite
+        case failed(TLSError)
+    }
+
+    /// The largest plaintext of one TLS record (RFC 8446 §5.1).
+    static let recordSize = 16 * 1024
+
+    let descriptor: Int32
+    private let ssl: OpaquePointer
+    /// The server's scratch buffer (at least `recordSize`), shared by every connection on the loop.
+    private let scratch: UnsafeMutableRawBufferPointer
+    /// Whether records are sent by the kernel; known once the handshake finished.
+    private(set) var kernelSends = false
+
+    /// A server-side TLS connection on `descriptor` with `context`'s certificate.
+    init(context: TLSContext, descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) throws(TLSError) {
+        precondition(scratch.count >= Self.recordSize)
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.context) else { throw TLSError.fromQueue("SSL_new") }
+        guard SSL_set_fd(ssl, descriptor) == 1 else {
+            SSL_free(ssl)
+            throw TLSError.fromQueue("SSL_set_fd")
+        }
+        SSL_set_accept_state(ssl)
+        self.ssl = ssl
+        self.descriptor = descriptor
+        self.scratch = scratch
+    }
+
+    deinit {
+        SSL_free(ssl)
+    }
+
+    /// One step of the handshake; call again when the socket is ready as it wishes.
+    func handshake() -> HandshakeProgress {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            kernelSends = cshutter_ssl_ktls_send(ssl) == 1
+            return .finished
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantsRead
+        case SSL_ERROR_WANT_WRITE: return .wantsWrite
+        case SSL_ERROR_SYSCALL:
+            let code = errno
+            ERR_clear_error()
+            let reason = code == 0 ? "the client closed the connection" : String(cString: strerror(code))
+            return .failed(TLSError(operation: "handshake", code: 0, reason: reason))
+        default:
+            return .failed(TLSError.fromQueue("handshake"))
+        }
+    }
+
+    /// The negotiated protocol and cipher, such as `TLSv1.3` and `TLS_AES_256_GCM_SHA384`.
+    var negotiated: (version: String, cipher: String) {
+        (
+            String(cString: SSL_get_version(ssl)),
+            String(cString: SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)))
+        )
+    }
+
+    /// Whether records are received by the kernel.
+    var kernelReceives: Bool { cshutter_ssl_ktls_receive(ssl) == 1 }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> IOResult<Int> {
+        ERR_clear_error()
+        let count = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        if count > 0 { return .processed(Int(count)) }
+        return try outcome(of: count, "SSL_read")
+    }
+
+    var hasBufferedInput: Bool { SSL_pending(ssl) > 0 }
+
+    func write(_ vectors: UnsafeMutableBufferPointer<iovec>, count: Int, moreFollows: Bool) throws
+        -> IOResult<Int>
+    {
+        let first = vectors[0]
+        if count == 1 || first.iov_len >= Self.recordSize {
+            return try write(UnsafeRawBufferPointer(start: first.iov_base, count: first.iov_len))
+        }
+        // Gather small chunks into one record's worth.
+        var filled = 0
+        for index in 0..<count where filled < Self.recordSize {
+            let take = min(vectors[index].iov_len, Self.recordSize - filled)
+            (scratch.baseAddress! + filled).copyMemory(from: vectors[index].iov_base!, byteCount: take)
+            filled += take
+        }
+        return try write(UnsafeRawBufferPointer(rebasing: scratch[0..<filled]))
+    }
+
+    func sendFile(_ file: Int32, offset: Int, count: Int) throws -> IOResult<Int> {
+        if kernelSends {
+            ERR_clear_error()
+            let sent = SSL_sendfile(ssl, file, off_t(offset), count, 0)
+            if sent > 0 { return .processed(Int(sent)) }
+            if sent == 0 { return .processed(0) }
+            return try outcome(of: Int32(-1), "SSL_sendfile")
+        }
+        // One record at a time: a write that would block is retried with the same bytes.
+        let wanted = min(count, Self.recordSize)
+        let got = try syscall("pread") { pread(file, scratch.baseAddress, wanted, off_t(offset)) }
+        if got == 0 { return .processed(0) }
+        return try write(UnsafeRawBufferPointer(rebasing: scratch[0..<got]))
+    }
+
+    func shutdownSending() throws {
+        // close_notify first (best effort: a full socket buffer just loses it), then the
+        // TCP half-close, so the client sees a proper end of the TLS stream.
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+        _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) throws -> IOResult<Int> {
+        ERR_clear_error()
+        let count = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
+        if count > 0 { return .processed(Int(count)) }
+        return try outcome(of: count, "SSL_write")
+    }
+
+    /// What a failed or short SSL call means: wait, end of stream, or a lost connection.
+    private func outcome(of result: Int32, _ call: String) throws -> IOResult<Int> {
+        switch SSL_get_error(ssl, result) {
+        // After the handshake neither direction waits for the other (renegotiation is off); a
+        // TLS 1.3 key update a read answers is sent by a later write.
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            return .wouldBlock
+        case SSL_ERROR_ZERO_RETURN:
+            return .processed(0)
+        case SSL_ERROR_SYSCALL:
+            let code = errno
+            ERR_clear_error()
+            // errno 0: the peer closed without close_notify, which a read takes as end of file.
+            if code == 0 {
+                if call == "SSL_read" { return .processed(0) }
+                throw TLSError(operation: call, code: 0, reason: "the client closed the connection")
+            }
+            throw SystemError(errno: code, call: call)
+        default:
+            throw TLSError.fromQueue(call)
+        }
+    }
+}
