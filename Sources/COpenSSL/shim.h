@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/bio.h>
+#include <openssl/x509.h>
 
 /// Limits a context to TLS 1.2 and 1.3 and sets the server's options: no renegotiation (a
 /// client could otherwise make a write wait for a read), no compression, the server's cipher
@@ -32,6 +33,11 @@ static inline int cshutter_ssl_ktls_send(SSL *ssl) {
 /// Whether the connection's records are received by the kernel (kTLS).
 static inline int cshutter_ssl_ktls_receive(SSL *ssl) {
     return BIO_get_ktls_recv(SSL_get_rbio(ssl)) ? 1 : 0;
+}
+
+/// Whether an error code says a private key does not belong to its certificate.
+static inline int cshutter_err_is_key_mismatch(unsigned long code) {
+    return ERR_GET_LIB(code) == ERR_LIB_X509 && ERR_GET_REASON(code) == X509_R_KEY_VALUES_MISMATCH;
 }
 
 #endif

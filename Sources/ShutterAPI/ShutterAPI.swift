@@ -20,11 +20,14 @@ public struct ShutterAPI: Sendable {
         public var cameraPath: String?
         /// The daemon's version, shown by `GET /` and `/status`.
         public var version: String
+        /// Whether the server speaks HTTPS, shown by `/status`.
+        public var tls: Bool
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
-            version: String
+            version: String, tls: Bool = false
         ) {
+            self.tls = tls
             self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
             self.previewStallTimeoutMilliseconds = previewStallTimeoutMilliseconds
             self.cameraPath = cameraPath
@@ -75,7 +78,7 @@ public struct ShutterAPI: Sendable {
         ).register(in: &router)
         StatusRoutes(
             capture: capture, catalog: catalog, preview: preview, clock: clock, startedAt: startedAt,
-            cameraPath: settings.cameraPath, version: settings.version
+            cameraPath: settings.cameraPath, version: settings.version, tls: settings.tls
         ).register(in: &router)
         CameraRoutes(capture: capture, discovery: discovery, cameraPath: settings.cameraPath).register(
             in: &router)

@@ -57,6 +57,11 @@ final class PlainTransport: ConnectionTransport {
     }
 
     func shutdownSending() throws {
-        _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+        try shutdownSocketSending(descriptor)
     }
+}
+
+/// `shutdown(SHUT_WR)`: the client reads the end of the stream once it has read everything sent.
+func shutdownSocketSending(_ descriptor: Int32) throws {
+    _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 }

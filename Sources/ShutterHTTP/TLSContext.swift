@@ -44,12 +44,16 @@ public final class TLSContext: @unchecked Sendable {
         }
         guard SSL_CTX_use_PrivateKey_file(context, keyPath, SSL_FILETYPE_PEM) == 1 else {
             SSL_CTX_free(context)
+            // Loading the key checks it against the certificate: say which failure it was.
+            if cshutter_err_is_key_mismatch(ERR_peek_error()) == 1 {
+                throw TLSError.fromQueue("the private key does not match the certificate:", path: keyPath)
+            }
             throw TLSError.fromQueue("cannot load the private key (PEM) from", path: keyPath)
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             SSL_CTX_free(context)
             throw TLSError.fromQueue(
-                "the private key does not match the certificate", path: keyPath)
+                "the private key does not match the certificate:", path: keyPath)
         }
         self.context = context
         self.certificatePath = certificatePath

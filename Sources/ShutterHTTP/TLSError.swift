@@ -37,6 +37,7 @@ public struct TLSError: Error, CustomStringConvertible, Equatable, Sendable {
         guard code != 0 else { return TLSError(operation: operation, path: path, code: 0, reason: fallback) }
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
-        return TLSError(operation: operation, path: path, code: code, reason: String(cString: text))
+        let reason = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return TLSError(operation: operation, path: path, code: code, reason: reason)
     }
 }

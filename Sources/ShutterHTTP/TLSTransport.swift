@@ -137,7 +137,7 @@ final class TLSTransport: ConnectionTransport {
         ERR_clear_error()
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
-        _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+        try shutdownSocketSending(descriptor)
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer) throws -> IOResult<Int> {
