@@ -33,9 +33,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Scratch vectors for `sendmsg`, shared the same way.
     let ioVectors = UnsafeMutableBufferPointer<iovec>.allocate(
         capacity: HTTPConnectionStateMachine.maxChunksPerWrite)
-    /// Scratch for one TLS record (small chunks gathered, or a file region read without kTLS),
+    /// Scratch for TLS (small chunks gathered into a record, or a file region read without kTLS),
     /// shared the same way: OpenSSL keeps its own copy of a record it could not send yet.
-    let tlsScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: TLSTransport.recordSize, alignment: 16)
+    let tlsScratch = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: TLSTransport.fileChunkSize, alignment: 16)
     /// The certificate new connections get; nil serves plain HTTP. Replaced by `replaceTLSContext`.
     public private(set) var tlsContext: TLSContext?
     /// Whether the first TLS connection has said how records are sent (kTLS or `SSL_write`).

@@ -11,8 +11,9 @@ import ShutterSystem
 ///
 /// With kernel TLS for sending (`SSL_OP_ENABLE_KTLS` and a kernel with the `tls` module), the
 /// kernel encrypts: files go out with `SSL_sendfile`, without passing through user space.
-/// Otherwise a file region is read into the server's scratch buffer one record at a time and
-/// written with `SSL_write`. Memory chunks of 16 KiB or more are handed to `SSL_write` from the
+/// Otherwise a file region is read into the server's scratch buffer (`fileChunkSize` at a time,
+/// so one `pread` serves several records) and written with `SSL_write`, record by record, until
+/// the socket is full. Memory chunks of 16 KiB or more are handed to `SSL_write` from the
 /// response's own array; smaller ones are gathered into the scratch buffer first, so a head and
 /// a small body make one record instead of two.
 ///
@@ -31,17 +32,19 @@ final class TLSTransport: ConnectionTransport {
 
     /// The largest plaintext of one TLS record (RFC 8446 §5.1).
     static let recordSize = 16 * 1024
+    /// How much of a file one `pread` takes without kTLS: four records.
+    static let fileChunkSize = 4 * recordSize
 
     let descriptor: Int32
     private let ssl: OpaquePointer
-    /// The server's scratch buffer (at least `recordSize`), shared by every connection on the loop.
+    /// The server's scratch buffer (at least `fileChunkSize`), shared by every connection on the loop.
     private let scratch: UnsafeMutableRawBufferPointer
     /// Whether records are sent by the kernel; known once the handshake finished.
     private(set) var kernelSends = false
 
     /// A server-side TLS connection on `descriptor` with `context`'s certificate.
     init(context: TLSContext, descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) throws(TLSError) {
-        precondition(scratch.count >= Self.recordSize)
+        precondition(scratch.count >= Self.fileChunkSize)
         ERR_clear_error()
         guard let ssl = SSL_new(context.context) else { throw TLSError.fromQueue("SSL_new") }
         guard SSL_set_fd(ssl, descriptor) == 1 else {
@@ -124,11 +127,20 @@ final class TLSTransport: ConnectionTransport {
             if sent == 0 { return .processed(0) }
             return try outcome(of: Int32(-1), "SSL_sendfile")
         }
-        // One record at a time: a write that would block is retried with the same bytes.
-        let wanted = min(count, Self.recordSize)
+        let wanted = min(count, Self.fileChunkSize)
         let got = try syscall("pread") { pread(file, scratch.baseAddress, wanted, off_t(offset)) }
         if got == 0 { return .processed(0) }
-        return try write(UnsafeRawBufferPointer(rebasing: scratch[0..<got]))
+        // Record by record (partial writes) until the socket is full. A record that would block
+        // stays in OpenSSL, not counted; the next call reads the file from that record's start
+        // again, so the retried write gets the same bytes.
+        var written = 0
+        while written < got {
+            switch try write(UnsafeRawBufferPointer(rebasing: scratch[written..<got])) {
+            case .processed(let count): written += count
+            case .wouldBlock: return written > 0 ? .processed(written) : .wouldBlock
+            }
+        }
+        return .processed(written)
     }
 
     func shutdownSending() throws {

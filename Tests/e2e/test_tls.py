@@ -4,7 +4,9 @@ after the request timeout, certificate reload on SIGHUP)."""
 
 import hashlib
 import http.client
+import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -76,7 +78,6 @@ def test_snap_and_picture_over_https_match_the_records_checksum(https_daemon, ce
     assert snapped.returncode == 0, snapped.stderr
     body, code = snapped.stdout.rsplit(b"\n", 1)
     assert code == b"201", snapped.stdout
-    import json
     record = json.loads(body)
     picture = curl("--cacert", cert, f"{base}/media/{record['id']}.jpg")
     assert picture.returncode == 0, picture.stderr
@@ -250,3 +251,38 @@ def test_a_missing_unreadable_or_mismatched_file_refuses_to_start(tmp_path):
     assert str(garbage) in message and "certificate" in message, message
     message = run_to_failure(tmp_path, "--tls-cert", cert)
     assert "tls_cert and tls_key go together" in message, message
+
+
+def test_a_slow_reader_gets_every_byte_of_a_large_picture(make_daemon, certificate):
+    """The socket fills again and again: every record that would block is retried with the same
+    bytes (a small receive buffer and a client that reads in small bites)."""
+    cert, key = certificate
+    daemon = make_daemon(["--camera", "test-pattern", "--size", "1920x1080", "--quality", "95",
+                          "--tls-cert", cert, "--tls-key", key])
+    context = client_context(cert)
+    conn = http.client.HTTPSConnection("127.0.0.1", daemon.port, context=context, timeout=10)
+    conn.request("POST", "/snap")
+    record = json.loads(conn.getresponse().read())
+    conn.close()
+    assert record["bytes"] > 200_000
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", daemon.port))
+    with context.wrap_socket(sock, server_hostname="127.0.0.1") as tls:
+        # Two requests pipelined: the second answer follows the first file's last record.
+        request = f"GET /media/{record['id']}.jpg HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+        tls.sendall(request + request)
+        reader = tls.makefile("rb", buffering=0)
+        for _ in range(2):
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                head += reader.read(1)
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+            length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            assert length == record["bytes"]
+            body = bytearray()
+            while len(body) < length:
+                time.sleep(0.0002)
+                body += reader.read(min(4096, length - len(body)))
+            assert hashlib.sha256(body).hexdigest() == record["sha256"]
