@@ -13,9 +13,10 @@ import ShutterSystem
 /// kernel encrypts: files go out with `SSL_sendfile`, without passing through user space.
 /// Otherwise a file region is read into the server's scratch buffer (`fileChunkSize` at a time,
 /// so one `pread` serves several records) and written with `SSL_write`, record by record, until
-/// the socket is full. Memory chunks of 16 KiB or more are handed to `SSL_write` from the
-/// response's own array; smaller ones are gathered into the scratch buffer first, so a head and
-/// a small body make one record instead of two.
+/// the socket is full. Memory chunks of 16 KiB or more (a picture, a preview frame) are handed to
+/// `SSL_write` from the response's own array, never copied by us; runs of smaller ones (a head
+/// and a small body, a part's headers) are gathered into the scratch buffer first, so they make
+/// one record instead of several.
 ///
 /// Every call starts with an empty OpenSSL error queue (`SSL_get_error` reads it), and
 /// `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER` lets a write that would have blocked be retried from
@@ -105,18 +106,43 @@ final class TLSTransport: ConnectionTransport {
     func write(_ vectors: UnsafeMutableBufferPointer<iovec>, count: Int, moreFollows: Bool) throws
         -> IOResult<Int>
     {
-        let first = vectors[0]
-        if count == 1 || first.iov_len >= Self.recordSize {
-            return try write(UnsafeRawBufferPointer(start: first.iov_base, count: first.iov_len))
+        // Record by record until the socket is full. Which bytes make the next record depends
+        // only on the queue from the current position (which only grows at its end), so a record
+        // that would block is offered again with the same bytes first.
+        var total = 0
+        var index = 0
+        var done = 0  // bytes of vectors[index] written by this call
+        while index < count {
+            let length = vectors[index].iov_len - done
+            let result: IOResult<Int>
+            if length >= Self.recordSize || index == count - 1 {
+                result = try write(
+                    UnsafeRawBufferPointer(start: vectors[index].iov_base! + done, count: length))
+            } else {
+                // Whole small chunks, in order, while they fit one record.
+                (scratch.baseAddress!).copyMemory(from: vectors[index].iov_base! + done, byteCount: length)
+                var filled = length
+                var next = index + 1
+                while next < count, vectors[next].iov_len < Self.recordSize - filled {
+                    (scratch.baseAddress! + filled).copyMemory(
+                        from: vectors[next].iov_base!, byteCount: vectors[next].iov_len)
+                    filled += vectors[next].iov_len
+                    next += 1
+                }
+                result = try write(UnsafeRawBufferPointer(rebasing: scratch[0..<filled]))
+            }
+            guard case .processed(var written) = result else {
+                return total > 0 ? .processed(total) : .wouldBlock
+            }
+            total += written
+            while index < count, written >= vectors[index].iov_len - done {
+                written -= vectors[index].iov_len - done
+                done = 0
+                index += 1
+            }
+            done += written
         }
-        // Gather small chunks into one record's worth.
-        var filled = 0
-        for index in 0..<count where filled < Self.recordSize {
-            let take = min(vectors[index].iov_len, Self.recordSize - filled)
-            (scratch.baseAddress! + filled).copyMemory(from: vectors[index].iov_base!, byteCount: take)
-            filled += take
-        }
-        return try write(UnsafeRawBufferPointer(rebasing: scratch[0..<filled]))
+        return .processed(total)
     }
 
     func sendFile(_ file: Int32, offset: Int, count: Int) throws -> IOResult<Int> {
@@ -167,7 +193,10 @@ final class TLSTransport: ConnectionTransport {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
             return .wouldBlock
         case SSL_ERROR_ZERO_RETURN:
-            return .processed(0)
+            // The client's close_notify: the end of its sending for a read; a write must not
+            // report 0 bytes (that would mean "no progress" to the write loops).
+            if call == "SSL_read" { return .processed(0) }
+            throw TLSError(operation: call, code: 0, reason: "the client closed the TLS session")
         case SSL_ERROR_SYSCALL:
             let code = errno
             ERR_clear_error()
