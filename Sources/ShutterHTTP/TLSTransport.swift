@@ -18,6 +18,9 @@ import ShutterSystem
 /// and a small body, a part's headers) are gathered into the scratch buffer first, so they make
 /// one record instead of several.
 ///
+/// Without kTLS a response head followed by a file (`moreFollows`) is held back and sent in the
+/// file's first record, as nginx's `ssl_buffer` does: one record and one `write` fewer per picture.
+///
 /// Every call starts with an empty OpenSSL error queue (`SSL_get_error` reads it), and
 /// `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER` lets a write that would have blocked be retried from
 /// the scratch buffer refilled with the same bytes (the queue's front does not change until
@@ -42,6 +45,11 @@ final class TLSTransport: ConnectionTransport {
     private let scratch: UnsafeMutableRawBufferPointer
     /// Whether records are sent by the kernel; known once the handshake finished.
     private(set) var kernelSends = false
+    /// A small head held back for the first record of the file that follows it; already
+    /// reported as written.
+    private var heldHead: [UInt8] = []
+    /// The most a held head may be (heads are a few hundred bytes).
+    private static let heldHeadLimit = 4096
 
     /// A server-side TLS connection on `descriptor` with `context`'s certificate.
     init(context: TLSContext, descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) throws(TLSError) {
@@ -106,6 +114,22 @@ final class TLSTransport: ConnectionTransport {
     func write(_ vectors: UnsafeMutableBufferPointer<iovec>, count: Int, moreFollows: Bool) throws
         -> IOResult<Int>
     {
+        if !heldHead.isEmpty {
+            // Not reached (the file is the next thing sent), but never lose bytes reported written.
+            guard try flushHeldHead() else { return .wouldBlock }
+        }
+        if moreFollows && !kernelSends {
+            var total = 0
+            for index in 0..<count { total += vectors[index].iov_len }
+            if total <= Self.heldHeadLimit {
+                for index in 0..<count {
+                    heldHead.append(
+                        contentsOf: UnsafeRawBufferPointer(
+                            start: vectors[index].iov_base, count: vectors[index].iov_len))
+                }
+                return .processed(total)
+            }
+        }
         // Record by record until the socket is full. Which bytes make the next record depends
         // only on the queue from the current position (which only grows at its end), so a record
         // that would block is offered again with the same bytes first.
@@ -147,26 +171,57 @@ final class TLSTransport: ConnectionTransport {
 
     func sendFile(_ file: Int32, offset: Int, count: Int) throws -> IOResult<Int> {
         if kernelSends {
+            if !heldHead.isEmpty {
+                guard try flushHeldHead() else { return .wouldBlock }
+            }
             ERR_clear_error()
             let sent = SSL_sendfile(ssl, file, off_t(offset), count, 0)
             if sent > 0 { return .processed(Int(sent)) }
             if sent == 0 { return .processed(0) }
             return try outcome(of: Int32(-1), "SSL_sendfile")
         }
-        let wanted = min(count, Self.fileChunkSize)
-        let got = try syscall("pread") { pread(file, scratch.baseAddress, wanted, off_t(offset)) }
+        // The held head first, then as much of the file as fits the scratch buffer.
+        let held = heldHead.count
+        heldHead.withUnsafeBytes { scratch.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: held) }
+        let wanted = min(count, Self.fileChunkSize - held)
+        let got = try syscall("pread") { pread(file, scratch.baseAddress! + held, wanted, off_t(offset)) }
         if got == 0 { return .processed(0) }
+        let end = held + got
         // Record by record (partial writes) until the socket is full. A record that would block
-        // stays in OpenSSL, not counted; the next call reads the file from that record's start
-        // again, so the retried write gets the same bytes.
+        // stays in OpenSSL, not counted; the next call builds the same bytes again (the held
+        // head, then the file from the same offset), so the retried write gets what it needs.
         var written = 0
-        while written < got {
-            switch try write(UnsafeRawBufferPointer(rebasing: scratch[written..<got])) {
+        while written < end {
+            switch try write(UnsafeRawBufferPointer(rebasing: scratch[written..<end])) {
             case .processed(let count): written += count
-            case .wouldBlock: return written > 0 ? .processed(written) : .wouldBlock
+            case .wouldBlock:
+                // Nothing of the file went yet (records may be shorter than the head when the
+                // client asked for a small maximum fragment length, RFC 6066 §4).
+                if written <= held {
+                    heldHead.removeFirst(written)
+                    return .wouldBlock
+                }
+                return .processed(fileBytesWritten(written, held: held))
             }
         }
-        return .processed(written)
+        return .processed(fileBytesWritten(written, held: held))
+    }
+
+    /// The file's share of `written` bytes (more than `held`) that began with the held head,
+    /// which is then all sent.
+    private func fileBytesWritten(_ written: Int, held: Int) -> Int {
+        heldHead.removeAll(keepingCapacity: true)
+        return written - held
+    }
+
+    /// Writes the held head on its own; false if the socket is full (call again).
+    private func flushHeldHead() throws -> Bool {
+        while !heldHead.isEmpty {
+            let result = try heldHead.withUnsafeBytes { try write($0) }
+            guard case .processed(let count) = result else { return false }
+            heldHead.removeFirst(count)
+        }
+        return true
     }
 
     func shutdownSending() throws {
