@@ -22,6 +22,9 @@ static inline int cshutter_ssl_ctx_configure_server(SSL_CTX *ctx) {
     // Partial writes map onto the server's write queue like a short send(2); a retried write
     // may come from another buffer holding the same bytes (the shared scratch buffer).
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // read_ahead stays off: OpenSSL then reads one record at a time, so bytes not yet returned
+    // by SSL_read stay in the socket, where level-triggered epoll still sees them (with read
+    // ahead they could sit in OpenSSL while the connection waits for a readiness that never comes).
     return 1;
 }
 
