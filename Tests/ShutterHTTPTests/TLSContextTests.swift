@@ -39,8 +39,18 @@ import Testing
         -----END PRIVATE KEY-----
         """
 
+    /// A context with the test certificate, for servers in other tests (the files are gone
+    /// once it is loaded).
+    static func loaded() throws -> TLSContext {
+        var context: TLSContext?
+        try withFiles(["c.pem": certificate, "k.pem": key]) { directory in
+            context = try TLSContext(certificatePath: directory + "/c.pem", keyPath: directory + "/k.pem")
+        }
+        return context!
+    }
+
     /// Writes `files` (name to text) into a fresh directory and runs `body` with its path.
-    private func withFiles(_ files: [String: String], _ body: (String) throws -> Void) throws {
+    private static func withFiles(_ files: [String: String], _ body: (String) throws -> Void) throws {
         let directory = try TemporaryDirectory.make()
         defer { try? TemporaryDirectory.remove(directory) }
         for (name, text) in files {
@@ -54,14 +64,14 @@ import Testing
     }
 
     @Test func aMatchingPairLoads() throws {
-        try withFiles(["c.pem": Self.certificate, "k.pem": Self.key]) { directory in
+        try Self.withFiles(["c.pem": Self.certificate, "k.pem": Self.key]) { directory in
             let context = try TLSContext(certificatePath: directory + "/c.pem", keyPath: directory + "/k.pem")
             #expect(context.certificatePath == directory + "/c.pem")
         }
     }
 
     @Test func aMissingFileIsNamedWithItsReason() throws {
-        try withFiles(["k.pem": Self.key]) { directory in
+        try Self.withFiles(["k.pem": Self.key]) { directory in
             #expect {
                 try TLSContext(certificatePath: directory + "/missing.pem", keyPath: directory + "/k.pem")
             } throws: { error in
@@ -71,7 +81,7 @@ import Testing
     }
 
     @Test func aFileThatIsNotPEMIsNamed() throws {
-        try withFiles(["c.pem": "not a certificate", "k.pem": Self.key]) { directory in
+        try Self.withFiles(["c.pem": "not a certificate", "k.pem": Self.key]) { directory in
             #expect {
                 try TLSContext(certificatePath: directory + "/c.pem", keyPath: directory + "/k.pem")
             } throws: { error in
@@ -83,7 +93,7 @@ import Testing
     }
 
     @Test func aKeyOfAnotherCertificateIsRefused() throws {
-        try withFiles(["c.pem": Self.certificate, "k.pem": Self.otherKey]) { directory in
+        try Self.withFiles(["c.pem": Self.certificate, "k.pem": Self.otherKey]) { directory in
             #expect {
                 try TLSContext(certificatePath: directory + "/c.pem", keyPath: directory + "/k.pem")
             } throws: { error in

@@ -22,9 +22,10 @@ public final class RunningHTTPServer: @unchecked Sendable {
     private let shutdownStarted = Atomic<Bool>(false)
     public let port: Int
 
+    /// A server for `router`, speaking TLS with `tls` when given.
     public init(
         router: Router, clock: ManualClock = ManualClock(), logSink: (any Logger.Sink)? = nil,
-        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+        tls: TLSContext? = nil, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
@@ -38,7 +39,7 @@ public final class RunningHTTPServer: @unchecked Sendable {
             configuration: configuration, router: router,
             logger: logSink.map { Logger(label: "test", level: .error, sink: $0) }
                 ?? Logger(label: "test", level: .error),
-            loop: loop, clock: clock)
+            loop: loop, clock: clock, tls: tls)
         try server.start()
         port = server.boundPort
         let loop = self.loop
