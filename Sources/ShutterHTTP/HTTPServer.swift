@@ -300,6 +300,12 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
         logger.warning(
             "connection refused: over limit", ["max_connections": String(configuration.maxConnections)])
+        // A TLS client would read a plain-text 503 as a broken handshake, and answering it in TLS
+        // would cost the handshake the limit is there to refuse: it is closed at once.
+        if tlsContext != nil {
+            closeDescriptor(descriptor)
+            return
+        }
         // One try on a fresh socket whose send buffer is empty; no waiting. If it fails (the
         // client reset already) or would block, there is no answer to protect: close at once.
         var sent = false
