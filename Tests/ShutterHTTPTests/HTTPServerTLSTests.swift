@@ -64,4 +64,21 @@ import Testing
             #expect(socket.readUntilClosed() == [])
         }
     }
+
+    @Test func overTheConnectionLimitATLSConnectionIsClosedWithoutAPlainAnswer() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router(), tls: try TLSContextTests.loaded()) {
+                $0.maxConnections = 1
+            }
+            defer { running.stop() }
+            let first = try TestSocket(port: running.port)
+            try withExtendedLifetime(first) {
+                while running.connectionCount == 0 {}
+                let second = try TestSocket(port: running.port)
+                // Closed with nothing written: a plain-text 503 would be garbage to a TLS client.
+                #expect(second.readUntilClosed() == [])
+                #expect(running.connectionCount == 1)
+            }
+        }
+    }
 }
