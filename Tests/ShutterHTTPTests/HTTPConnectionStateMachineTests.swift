@@ -54,6 +54,9 @@ private final class EmbeddedConnection {
     var handshakeBytes: [[UInt8]] = []
     /// TLS: the driver was told to speak plain text.
     var droppedTLS = false
+    /// TLS: inbound bytes that sit decrypted in the transport, where no readiness announces them
+    /// (reads report `moreBuffered` while any are left).
+    var transportHolds = false
 
     /// What a simulated handshake step does.
     enum HandshakeStep {
@@ -141,7 +144,7 @@ private final class EmbeddedConnection {
                 perform(action)
             }
             var ready: Machine.SocketEvents = []
-            if interest.contains(.read) && (!inbound.isEmpty || clientEndedSending) {
+            if interest.contains(.read) && ((!inbound.isEmpty && !transportHolds) || clientEndedSending) {
                 ready.insert(.readable)
             }
             if !interest.isDisjoint(with: [.read, .readHangUp]) && clientEndedSending {
@@ -162,7 +165,8 @@ private final class EmbeddedConnection {
                 let count = min(readSize, inbound.count)
                 let bytes = Array(inbound.prefix(count))
                 inbound.removeFirst(count)
-                bytes.withUnsafeBytes { machine.bytesRead($0, now: now) }
+                let more = transportHolds && !inbound.isEmpty
+                bytes.withUnsafeBytes { machine.bytesRead($0, now: now, moreBuffered: more) }
             } else if clientEndedSending {
                 machine.peerFinishedSending()
             } else {
@@ -927,5 +931,19 @@ extension String {
         connection.receive(Self.clientHello)
         connection.beginShutdown()
         #expect(connection.closed == .shutdown)
+    }
+
+    @Test func bytesTheTransportHoldsAreReadWithoutAReadinessEvent() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, readSize: 16, tls: true)
+        connection.handshakeSteps = [.finished]
+        connection.receive(Self.clientHello)
+        // Eight requests decrypted at once, more than the reads one readiness report allows:
+        // the socket will not say readable again, so reading goes on while the transport holds bytes.
+        connection.transportHolds = true
+        connection.inbound = Array(String(repeating: getHello, count: 8).utf8)
+        connection.machine.socketReported(.readable)
+        connection.run()
+        #expect(connection.inbound.isEmpty)
+        #expect(connection.takeWritten() == (1...8).map { hello(UInt64($0)) }.joined())
     }
 }
