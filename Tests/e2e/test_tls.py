@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -51,6 +52,14 @@ def curl(*args):
     return subprocess.run(["curl", "--silent", "--show-error", "--max-time", "10", *args], capture_output=True)
 
 
+def kernel_tls_available():
+    """Loads the kernel's TLS module where this machine allows it (never required): with it,
+    pictures go out through SSL_sendfile, the path these tests then check byte for byte."""
+    if not os.path.exists("/proc/net/tls_stat") and os.geteuid() == 0 and shutil.which("modprobe"):
+        subprocess.run(["modprobe", "tls"], capture_output=True)
+    return os.path.exists("/proc/net/tls_stat")
+
+
 @pytest.fixture
 def certificate(tmp_path):
     return make_certificate(str(tmp_path), "shutter-a", 1)
@@ -73,6 +82,7 @@ def wait_for_log(daemon, text, timeout=10):
 
 def test_snap_and_picture_over_https_match_the_records_checksum(https_daemon, certificate):
     cert, _ = certificate
+    ktls = kernel_tls_available()
     base = f"https://127.0.0.1:{https_daemon.port}"
     snapped = curl("--cacert", cert, "-X", "POST", "-w", "\\n%{http_code}", f"{base}/snap")
     assert snapped.returncode == 0, snapped.stderr
@@ -86,6 +96,10 @@ def test_snap_and_picture_over_https_match_the_records_checksum(https_daemon, ce
     # The log and /status say TLS is on, and the first connection said how records are sent.
     assert any("listening" in line and "tls=on" in line for line in https_daemon.log_lines)
     wait_for_log(https_daemon, "ktls_send=")
+    mode = next(line for line in https_daemon.log_lines if "ktls_send=" in line)
+    if ktls:
+        # With the kernel's TLS module the picture above went out by SSL_sendfile.
+        assert "ktls_send=true" in mode and "files=SSL_sendfile" in mode, mode
     status = curl("--cacert", cert, f"{base}/status")
     assert json.loads(status.stdout)["tls"] is True
 
