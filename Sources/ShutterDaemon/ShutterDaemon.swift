@@ -101,6 +101,7 @@ public final class ShutterDaemon {
             },
             onReload: { [self] in reloadTLSContext(server) })
         try loop.register(signalDescriptor, events: cshutter_epollin(), handler: signals)
+        if let tls { logger.notice("TLS certificate", Self.describe(tls)) }
         logger.notice(
             "listening",
             [
@@ -125,6 +126,14 @@ public final class ShutterDaemon {
         return try TLSContext(certificatePath: certificate, keyPath: key)
     }
 
+    /// Log metadata naming a certificate: its files, subject and expiry.
+    private static func describe(_ context: TLSContext) -> [String: String] {
+        [
+            "tls_cert": context.certificatePath, "tls_key": context.keyPath, "subject": context.subject,
+            "expires": context.expires,
+        ]
+    }
+
     /// SIGHUP: new connections get the certificate and key as the files hold them now; open
     /// connections keep theirs. A file that fails to load keeps the previous certificate.
     private func reloadTLSContext(_ server: HTTPServer) {
@@ -142,8 +151,7 @@ public final class ShutterDaemon {
             return
         }
         server.replaceTLSContext(context)
-        logger.notice(
-            "TLS certificate reloaded", ["tls_cert": context.certificatePath, "tls_key": context.keyPath])
+        logger.notice("TLS certificate reloaded", Self.describe(context))
     }
 
     /// Raises the soft descriptor limit to the hard one: each connection needs a socket and,

@@ -19,6 +19,10 @@ public final class TLSContext: @unchecked Sendable {
     public let certificatePath: String
     /// The PEM private key of the certificate.
     public let keyPath: String
+    /// The certificate's subject, such as `/CN=shutterd`, for the log.
+    public let subject: String
+    /// When the certificate expires (UTC, ISO 8601), for the log; empty if unreadable.
+    public let expires: String
 
     /// Loads the certificate chain and key; throws when either is missing, unreadable, not
     /// PEM, or when the key does not belong to the certificate.
@@ -58,6 +62,25 @@ public final class TLSContext: @unchecked Sendable {
         self.context = context
         self.certificatePath = certificatePath
         self.keyPath = keyPath
+        (subject, expires) = Self.describeCertificate(context)
+    }
+
+    /// The subject and expiry of the context's certificate: what an operator checks after a reload.
+    private static func describeCertificate(_ context: OpaquePointer) -> (String, String) {
+        guard let certificate = SSL_CTX_get0_certificate(context) else { return ("", "") }
+        var name = [CChar](repeating: 0, count: 256)
+        X509_NAME_oneline(X509_get_subject_name(certificate), &name, Int32(name.count))
+        let subject = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var time = tm()
+        guard let notAfter = X509_get0_notAfter(certificate), ASN1_TIME_to_tm(notAfter, &time) == 1 else {
+            ERR_clear_error()
+            return (subject, "")
+        }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let expires =
+            "\(time.tm_year + 1900)-\(two(time.tm_mon + 1))-\(two(time.tm_mday))T"
+            + "\(two(time.tm_hour)):\(two(time.tm_min)):\(two(time.tm_sec))Z"
+        return (subject, expires)
     }
 
     deinit {

@@ -67,6 +67,8 @@ import Testing
         try Self.withFiles(["c.pem": Self.certificate, "k.pem": Self.key]) { directory in
             let context = try TLSContext(certificatePath: directory + "/c.pem", keyPath: directory + "/k.pem")
             #expect(context.certificatePath == directory + "/c.pem")
+            #expect(context.subject == "/CN=shutter-test-a")
+            #expect(context.expires == "2126-11-08T01:29:49Z")
         }
     }
 

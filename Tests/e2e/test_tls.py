@@ -207,6 +207,8 @@ def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tm
     cert, key = make_certificate(directory, "live", 1)
     first = der(cert)
     daemon = make_daemon(TEST_PATTERN + ["--tls-cert", cert, "--tls-key", key])
+    assert any("TLS certificate" in line and 'subject="/CN=live"' in line and "expires=" in line
+               for line in daemon.log_lines), "\n".join(daemon.log_lines)
 
     # A keep-alive connection made with the first certificate.
     kept = http.client.HTTPSConnection("127.0.0.1", daemon.port, context=client_context(), timeout=10)
@@ -222,6 +224,7 @@ def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tm
     assert second != first
     daemon.process.send_signal(signal.SIGHUP)
     wait_for_log(daemon, "TLS certificate reloaded")
+    assert any("TLS certificate reloaded" in line and 'subject="/CN=renewed"' in line for line in daemon.log_lines)
 
     with socket.create_connection(("127.0.0.1", daemon.port)) as raw:
         with client_context().wrap_socket(raw) as fresh:
