@@ -21,6 +21,10 @@ import ShutterSystem
 /// Without kTLS a response head followed by a file (`moreFollows`) is held back and sent in the
 /// file's first record, as nginx's `ssl_buffer` does: one record and one `write` fewer per picture.
 ///
+/// OpenSSL writes to the socket with write(2), which has no `MSG_NOSIGNAL`: a client that reset
+/// the connection raises SIGPIPE, which must be blocked (`shutterd` blocks it first thing in
+/// `main`, as `sendfile` already needs), so the write fails with `EPIPE` instead.
+///
 /// Every call starts with an empty OpenSSL error queue (`SSL_get_error` reads it), and
 /// `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER` lets a write that would have blocked be retried from
 /// the scratch buffer refilled with the same bytes (the queue's front does not change until
