@@ -19,7 +19,8 @@ import PackageDescription
 //   ShutterCatalog    the picture catalog: SQLite and the media directory, on a thread of its own
 //   ShutterCamera     camera sources (V4L2, test pattern), JPEG encode and decode, MJPEG repair,
 //                     pixel conversion
-//   ShutterHTTP       the epoll event loop, the HTTP/1.1 server and its state machines, the router
+//   ShutterHTTP       the epoll event loop, the HTTP/1.1 server and its state machines, the router,
+//                     and the connection transports (plain TCP, TLS with OpenSSL's libssl)
 //   ShutterSystem     the OS layer: the one syscall wrapper, the clock seam, threads, the logger, SHA-256
 //   C targets         declarations Swift cannot import (CShutterLinux, CV4L2), the per-pixel
 //                     loops (CShutterPixels), and the Debian libraries (system-library targets)
@@ -53,9 +54,14 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        // TLS for the HTTPS server, from OpenSSL's libssl (with kernel TLS where offered);
+        // shim.h exposes the option and BIO macros Swift cannot import.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]),
 
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
-        .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux"]),
+        .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux", "COpenSSL"]),
         .target(
             name: "ShutterCamera",
             dependencies: [

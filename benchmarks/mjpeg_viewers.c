@@ -22,7 +22,9 @@
  * 100 ms in the window, so the server's figures cover exactly the frames counted. --stalled K opens K more connections that send the
  * request and never read (to watch the server's memory with slow clients); they are not counted.
  *
- * Build: gcc -O2 -o mjpeg_viewers benchmarks/mjpeg_viewers.c
+ * --tls 1 speaks HTTPS instead (OpenSSL; the handshake is done, blocking, before the window).
+ *
+ * Build: gcc -O2 -o mjpeg_viewers benchmarks/mjpeg_viewers.c -lssl -lcrypto
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,6 +33,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +67,7 @@ enum state {
 
 struct viewer {
     int fd;
+    SSL *ssl; /* with --tls 1: the connection's TLS, else NULL */
     enum state state;
     char line[LINE_MAX_BYTES];
     size_t line_length;
@@ -95,7 +99,11 @@ static struct {
     double warmup;
     double frame_interval_ms;
     int pid;
-} options = {"127.0.0.1", 0, "/stream", 1, 0, 10, 2, 1000.0 / 30, 0};
+    int tls;
+} options = {"127.0.0.1", 0, "/stream", 1, 0, 10, 2, 1000.0 / 30, 0, 0};
+
+/* With --tls 1 every connection speaks TLS (the server's certificate is not checked: loopback). */
+static SSL_CTX *tls_context;
 
 static int64_t window_start, window_end; /* CLOCK_REALTIME ns */
 static int64_t *latencies;
@@ -512,7 +520,10 @@ static void consume(struct viewer *viewer, const uint8_t *data, size_t length, i
     }
 }
 
-static int connect_viewer(void) {
+/* Connects, handshakes (blocking) when --tls 1 (setting *ssl_out), sends the request and makes
+ * the socket non-blocking; returns the descriptor or -1. */
+static int connect_viewer(SSL **ssl_out) {
+    *ssl_out = NULL;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) {
         return -1;
@@ -528,7 +539,17 @@ static int connect_viewer(void) {
                      "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: mjpeg_viewers\r\n"
                      "Accept: */*\r\n\r\n",
                      options.path, options.host, options.port);
-    if (write(fd, request, (size_t)n) != n) {
+    if (options.tls) {
+        SSL *ssl = SSL_new(tls_context);
+        if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1 ||
+            SSL_write(ssl, request, n) != n) {
+            SSL_free(ssl);
+            close(fd);
+            errno = EPROTO;
+            return -1;
+        }
+        *ssl_out = ssl;
+    } else if (write(fd, request, (size_t)n) != n) {
         close(fd);
         return -1;
     }
@@ -577,7 +598,7 @@ static void json_string(const char *text) {
 
 static void usage(void) {
     fprintf(stderr, "usage: mjpeg_viewers --port P [--path /stream] [--viewers N] [--seconds S] "
-                    "[--warmup W] [--stalled K] [--host 127.0.0.1] [--fps F] [--pid PID]\n");
+                    "[--warmup W] [--stalled K] [--host 127.0.0.1] [--fps F] [--pid PID] [--tls 1]\n");
     exit(2);
 }
 
@@ -604,6 +625,8 @@ int main(int argc, char **argv) {
             options.host = value;
         } else if (strcmp(name, "--pid") == 0) {
             options.pid = atoi(value);
+        } else if (strcmp(name, "--tls") == 0) {
+            options.tls = atoi(value);
         } else if (strcmp(name, "--fps") == 0) {
             options.frame_interval_ms = 1000.0 / atof(value);
         } else {
@@ -615,6 +638,14 @@ int main(int argc, char **argv) {
         usage();
     }
     ticks_per_second = (double)sysconf(_SC_CLK_TCK);
+    if (options.tls) {
+        tls_context = SSL_CTX_new(TLS_client_method());
+        if (tls_context == NULL) {
+            fprintf(stderr, "SSL_CTX_new failed\n");
+            return 1;
+        }
+        SSL_CTX_set_verify(tls_context, SSL_VERIFY_NONE, NULL);
+    }
 
     struct viewer *viewers = calloc((size_t)options.viewers, sizeof *viewers);
     int *stalled = calloc((size_t)options.stalled + 1, sizeof *stalled);
@@ -626,7 +657,8 @@ int main(int argc, char **argv) {
     }
     int connect_failures = 0;
     for (int k = 0; k < options.stalled; k++) {
-        stalled[k] = connect_viewer();
+        SSL *ignored;
+        stalled[k] = connect_viewer(&ignored);
         if (stalled[k] < 0) {
             connect_failures++;
         }
@@ -634,7 +666,7 @@ int main(int argc, char **argv) {
     int64_t connected_at = realtime_ns();
     for (int k = 0; k < options.viewers; k++) {
         struct viewer *viewer = &viewers[k];
-        viewer->fd = connect_viewer();
+        viewer->fd = connect_viewer(&viewer->ssl);
         if (viewer->fd < 0) {
             connect_failures++;
             fail(viewer, "connect or request failed: %s", strerror(errno));
@@ -681,6 +713,27 @@ int main(int argc, char **argv) {
         for (int e = 0; e < ready; e++) {
             struct viewer *viewer = events[e].data.ptr;
             if (viewer->state == DONE) {
+                continue;
+            }
+            if (viewer->ssl) {
+                /* Every decrypted record now: bytes OpenSSL holds do not wake epoll again. */
+                for (;;) {
+                    int n = SSL_read(viewer->ssl, buffer, READ_BUFFER);
+                    int64_t received = realtime_ns();
+                    if (n > 0) {
+                        consume(viewer, buffer, (size_t)n, received);
+                        if (viewer->state == DONE) {
+                            break;
+                        }
+                        continue;
+                    }
+                    int error = SSL_get_error(viewer->ssl, n);
+                    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+                        fail(viewer, "TLS connection ended (SSL error %d) after %llu frames", error,
+                             (unsigned long long)viewer->frames_total);
+                    }
+                    break;
+                }
                 continue;
             }
             ssize_t n = read(viewer->fd, buffer, READ_BUFFER);

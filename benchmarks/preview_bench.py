@@ -22,6 +22,10 @@ frames delivered to all viewers in the window. The emulated camera runs inside e
 servers' CPU: the same for both. Its thread is named emucam-frames, and the JSON (--json) has
 every server's CPU by thread name, that one included.
 
+HTTPS: --servers shutterd,shutterd-https measures shutterd over HTTP against itself over HTTPS
+(a self-signed certificate made here; the client's TLS handshakes happen before the window), and
+the ratio column is then HTTPS/HTTP.
+
 Usage: benchmarks/preview_bench.py [--seconds 10] [--warmup 2] [--viewers 1,10,50,100]
        [--stalled 20] [--servers ustreamer,shutterd] [--repeat 1] [--json results.json]
        [--shutterd PATH]
@@ -33,6 +37,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -59,7 +64,8 @@ def free_port():
 def build_client():
     if not os.path.exists(CLIENT) or os.path.getmtime(CLIENT) < os.path.getmtime(CLIENT_SOURCE):
         os.makedirs(os.path.dirname(CLIENT), exist_ok=True)
-        subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-o", CLIENT, CLIENT_SOURCE], check=True)
+        subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-o", CLIENT, CLIENT_SOURCE, "-lssl", "-lcrypto"],
+                       check=True)
     return CLIENT
 
 
@@ -76,8 +82,18 @@ def wait_until(predicate, what, timeout=15):
 
 
 def get(url):
-    with urllib.request.urlopen(url, timeout=5) as response:
+    # Loopback HTTPS (shutterd-https) with the benchmark's own self-signed certificate.
+    context = ssl._create_unverified_context() if url.startswith("https:") else None
+    with urllib.request.urlopen(url, timeout=5, context=context) as response:
         return response.status, response.read()
+
+
+def make_certificate(directory):
+    cert, key = os.path.join(directory, "bench.crt"), os.path.join(directory, "bench.key")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    return cert, key
 
 
 class Server:
@@ -85,6 +101,7 @@ class Server:
 
     def __init__(self, name):
         self.name = name
+        self.tls = name == "shutterd-https"
         self.port = free_port()
         self.data = None
         env = emucam_env(stamp=True)
@@ -97,9 +114,12 @@ class Server:
             args = [SHUTTERD, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data,
                     "--camera", "/dev/video0", "--size", SIZE, "--fps", str(FPS),
                     "--camera-formats", "mjpeg", "--access-log", "false"]
+            if name == "shutterd-https":
+                cert, key = make_certificate(self.data)
+                args += ["--tls-cert", cert, "--tls-key", key]
             self.path = "/preview.mjpg"
         self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{self.port}"
+        base = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         if name == "ustreamer":
             wait_until(lambda: json.loads(get(base + "/state")[1])["result"]["source"]["online"], "ustreamer")
         else:
@@ -110,7 +130,8 @@ class Server:
     def stream_available(self):
         """False when the server has no such stream (shutterd before /preview.mjpg landed)."""
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as raw:
+                s = ssl._create_unverified_context().wrap_socket(raw) if self.tls else raw
                 s.sendall(f"GET {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
                 return s.recv(64).split(b" ")[1] == b"200"
         except (OSError, IndexError):
@@ -135,7 +156,7 @@ def measure(name, viewers, seconds, warmup, stalled=0):
         out = subprocess.run(
             [CLIENT, "--port", str(server.port), "--path", server.path, "--viewers", str(viewers),
              "--stalled", str(stalled), "--seconds", str(seconds), "--warmup", str(warmup),
-             "--fps", str(FPS), "--pid", str(server.process.pid)],
+             "--fps", str(FPS), "--pid", str(server.process.pid), "--tls", "1" if server.tls else "0"],
             capture_output=True, text=True, check=True, timeout=seconds + warmup + 60)
         result = json.loads(out.stdout)
         alive = server.process.poll() is None
@@ -186,7 +207,7 @@ def combine(runs):
 def table(rows, servers):
     lines = [
         "| viewers | server | fps per viewer min / median | latency p50 / p95 (p99) ms | CPU % of a core "
-        "| CPU ms per delivered frame | ratio shutterd/ustreamer | RSS MiB end (peak) |",
+        "| CPU ms per delivered frame | ratio shutterd/ustreamer (https/http) | RSS MiB end (peak) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     grouped = {}
@@ -196,8 +217,9 @@ def table(rows, servers):
     keys = sorted({(r["viewers"], r.get("stalled", 0)) for r in rows}, key=lambda k: (k[1] > 0, k[0]))
     for viewers, stalled in keys:
         label = str(viewers) if not stalled else f"{viewers} + {stalled} stalled"
-        theirs = by_key.get(("ustreamer", viewers, stalled))
         for name in servers:
+            # shutterd is compared with ustreamer; shutterd over HTTPS with shutterd over HTTP.
+            theirs = by_key.get(({"shutterd": "ustreamer", "shutterd-https": "shutterd"}.get(name), viewers, stalled))
             r = by_key.get((name, viewers, stalled))
             if r is None:
                 continue
@@ -205,7 +227,7 @@ def table(rows, servers):
                 lines.append(f"| {label} | {name} | no `/preview.mjpg` yet | | | | | |")
                 continue
             ratio = ""
-            if name == "shutterd" and theirs and not theirs.get("unavailable") and theirs["cpu_ms_per_frame"]:
+            if theirs and not theirs.get("unavailable") and theirs["cpu_ms_per_frame"]:
                 ratio = f"**{r['cpu_ms_per_frame'] / theirs['cpu_ms_per_frame']:.2f}**"
                 if r["runs"] > 1 and len(theirs["cpu_ms_runs"]) == r["runs"]:
                     each = [a / b for a, b in zip(r["cpu_ms_runs"], theirs["cpu_ms_runs"])]

@@ -13,6 +13,7 @@ int cshutter_block_signals_and_open_signalfd(void) {
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGPIPE);
     int rc = pthread_sigmask(SIG_BLOCK, &mask, NULL);
     if (rc != 0) {

@@ -23,12 +23,15 @@ public struct ShutterAPI: Sendable {
         public var version: String
         /// Signs the links `POST /links` makes; nil leaves that route out.
         public var links: SignedLinks?
+        /// Whether the server speaks HTTPS, shown by `/status`.
+        public var tls: Bool
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
-            version: String, links: SignedLinks? = nil
+            version: String, links: SignedLinks? = nil, tls: Bool = false
         ) {
             self.links = links
+            self.tls = tls
             self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
             self.previewStallTimeoutMilliseconds = previewStallTimeoutMilliseconds
             self.cameraPath = cameraPath
@@ -79,7 +82,7 @@ public struct ShutterAPI: Sendable {
         ).register(in: &router)
         StatusRoutes(
             capture: capture, catalog: catalog, preview: preview, clock: clock, startedAt: startedAt,
-            cameraPath: settings.cameraPath, version: settings.version
+            cameraPath: settings.cameraPath, version: settings.version, tls: settings.tls
         ).register(in: &router)
         CameraRoutes(capture: capture, discovery: discovery, cameraPath: settings.cameraPath).register(
             in: &router)

@@ -12,6 +12,8 @@ struct StatusRoutes: Sendable {
     let startedAt: MonotonicInstant
     let cameraPath: String?
     let version: String
+    /// Whether the server speaks HTTPS.
+    let tls: Bool
 
     func register(in router: inout Router) {
         router.add(.get, "/healthz", scope: .none, .immediate { request, _ in try health(request) })
@@ -96,6 +98,7 @@ struct StatusRoutes: Sendable {
         previewObject.rawField("renditions", "[" + renditionItems.joined(separator: ",") + "]")
         var object = JSONObjectWriter()
         object.field("version", version)
+        object.field("tls", tls)
         object.field(
             "uptime_s", Double(clock.monotonicNow().nanoseconds(since: startedAt) / 1_000_000) / 1000)
         object.rawField("camera", cameraObject.finished())

@@ -63,6 +63,10 @@ public enum ConfigurationLoader {
             if let value = environment[key.environmentVariable] { try key.apply(&config, value) }
         }
         for (key, value) in flags { try key.apply(&config, value) }
+        if (config.tlsCertificatePath == nil) != (config.tlsKeyPath == nil) {
+            throw ConfigurationError(
+                "tls_cert and tls_key go together: give both to serve HTTPS, or neither to serve HTTP")
+        }
         config.credentialsDirectory = environment["CREDENTIALS_DIRECTORY"]
         return .run(config)
     }

@@ -6,6 +6,10 @@ import ShutterSystem
 public struct ShutterConfiguration: Sendable, Equatable {
     public var listenHost = "127.0.0.1"
     public var listenPort = 8080
+    /// PEM certificate chain for HTTPS; nil serves plain HTTP. Always set together with `tlsKeyPath`.
+    public var tlsCertificatePath: String?
+    /// PEM private key of `tlsCertificatePath`.
+    public var tlsKeyPath: String?
     public var dataDirectory = "shutter-data"
     public var camera = "auto"
     public var cameraFormats: [String] = ["mjpeg", "yuyv", "nv12", "yuv420"]
@@ -118,6 +122,16 @@ extension ConfigurationKey {
             current: { String($0[keyPath: keyPath]) })
     }
 
+    private static func optionalPath(
+        _ name: String, _ help: String, _ keyPath: WritableKeyPath<ShutterConfiguration, String?> & Sendable
+    ) -> ConfigurationKey {
+        ConfigurationKey(
+            name: name, valueName: "FILE", help: help,
+            // Empty unsets, so an environment variable can override a file's value.
+            apply: { config, text in config[keyPath: keyPath] = text.isEmpty ? nil : text },
+            current: { $0[keyPath: keyPath] ?? "none" })
+    }
+
     /// Every key, in the order `--help` lists them.
     public static let all: [ConfigurationKey] = coreKeys + accessKeys
 
@@ -138,6 +152,12 @@ extension ConfigurationKey {
                 config.listenPort = port
             },
             current: { "\($0.listenHost):\($0.listenPort)" }),
+        optionalPath(
+            "tls_cert",
+            "PEM certificate (chain) to serve HTTPS instead of HTTP with, together with tls_key; SIGHUP reloads both",
+            \.tlsCertificatePath),
+        optionalPath(
+            "tls_key", "PEM private key of tls_cert (both or neither)", \.tlsKeyPath),
         ConfigurationKey(
             name: "data_dir", valueName: "PATH",
             help: "directory for the catalog (catalog.sqlite) and the pictures (media/{id}.jpg)",

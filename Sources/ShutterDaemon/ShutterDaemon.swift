@@ -14,7 +14,8 @@ import ShutterSystem
     import Glibc
 #endif
 
-/// Assembles the daemon from its configuration and runs it until SIGTERM or SIGINT.
+/// Assembles the daemon from its configuration and runs it until SIGTERM or SIGINT; SIGHUP
+/// reloads the TLS certificate and key.
 public final class ShutterDaemon {
     /// The daemon's version, shown by `--version`, `GET /`, `/status` and the `Server` header.
     public static let version = "0.1.0"
@@ -51,6 +52,8 @@ public final class ShutterDaemon {
 
     private func runThrowing() throws -> Int32 {
         let maxConnections = raiseDescriptorLimit()
+        // Loaded before anything starts: a missing, unreadable or mismatched file refuses to start.
+        let tls = try loadTLSContext()
         // Services start bottom up (catalog, camera, jobs, loop and preview, API, server) and stop
         // in reverse order, whether the daemon ends by a signal or a later service fails to start.
         var stopInReverse: [() -> Void] = []
@@ -92,7 +95,7 @@ public final class ShutterDaemon {
             settings: ShutterAPI.Settings(
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
-                cameraPath: cameraPath, version: Self.version, links: links),
+                cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.host = configuration.listenHost
@@ -106,18 +109,22 @@ public final class ShutterDaemon {
             clock: clock, logger: logger.with("component", "access"))
         let server = HTTPServer(
             configuration: httpConfiguration, router: api.router(), policy: policy,
-            logger: logger.with("component", "http"), loop: loop)
+            logger: logger.with("component", "http"), loop: loop, tls: tls)
         try server.start()
         let notifier = SystemdNotifier(environment: environment, logger: logger.with("component", "systemd"))
         if let notifier {
             notifySystemd(notifier, capture: capture, preview: preview, loop: loop, clock: clock)
         }
-        let signals = SignalWatcher(descriptor: signalDescriptor) { [logger] signal in
-            notifier?.notify("STOPPING=1\nSTATUS=shutting down")
-            logger.notice("shutting down", ["signal": String(signal)])
-            server.shutdown { loop.stop() }
-        }
+        let signals = SignalWatcher(
+            descriptor: signalDescriptor,
+            onTermination: { [logger] signal in
+                notifier?.notify("STOPPING=1\nSTATUS=shutting down")
+                logger.notice("shutting down", ["signal": String(signal)])
+                server.shutdown { loop.stop() }
+            },
+            onReload: { [self] in reloadTLSContext(server) })
         try loop.register(signalDescriptor, events: cshutter_epollin(), handler: signals)
+        if let tls { logger.notice("TLS certificate", Self.describe(tls)) }
         logger.notice(
             "access control",
             [
@@ -128,6 +135,8 @@ public final class ShutterDaemon {
             "listening",
             [
                 "address": "\(configuration.listenHost):\(server.boundPort)",
+                "scheme": tls != nil ? "https" : "http",
+                "tls": tls != nil ? "on" : "off",
                 "data_dir": configuration.dataDirectory,
                 "version": Self.version,
             ])
@@ -164,6 +173,42 @@ public final class ShutterDaemon {
                     ["phase": "\(snapshot.phase)", "frames_captured": String(snapshot.framesCaptured)])
             }
         }
+    }
+
+    /// The certificate and key configured, loaded; nil when HTTPS is off.
+    private func loadTLSContext() throws -> TLSContext? {
+        guard let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath else {
+            return nil
+        }
+        return try TLSContext(certificatePath: certificate, keyPath: key)
+    }
+
+    /// Log metadata naming a certificate: its files, subject and expiry.
+    private static func describe(_ context: TLSContext) -> [String: String] {
+        [
+            "tls_cert": context.certificatePath, "tls_key": context.keyPath, "subject": context.subject,
+            "expires": context.expires,
+        ]
+    }
+
+    /// SIGHUP: new connections get the certificate and key as the files hold them now; open
+    /// connections keep theirs. A file that fails to load keeps the previous certificate.
+    private func reloadTLSContext(_ server: HTTPServer) {
+        let context: TLSContext?
+        do {
+            context = try loadTLSContext()
+        } catch {
+            logger.error(
+                "TLS reload failed; still serving the previous certificate",
+                ["error": String(describing: error)])
+            return
+        }
+        guard let context else {
+            logger.notice("SIGHUP: nothing to reload (no tls_cert and tls_key)")
+            return
+        }
+        server.replaceTLSContext(context)
+        logger.notice("TLS certificate reloaded", Self.describe(context))
     }
 
     /// Raises the soft descriptor limit to the hard one, and returns `max_connections` capped to
@@ -239,23 +284,29 @@ public final class ShutterDaemon {
     }
 }
 
-/// Reads the signalfd on the event loop and reports each termination signal once.
+/// Reads the signalfd on the event loop: reports the first termination signal once, and every SIGHUP.
 private final class SignalWatcher: EventLoopHandler {
     let descriptor: Int32
-    let onSignal: (Int32) -> Void
+    let onTermination: (Int32) -> Void
+    let onReload: () -> Void
     private var handled = false
 
-    init(descriptor: Int32, onSignal: @escaping (Int32) -> Void) {
+    init(descriptor: Int32, onTermination: @escaping (Int32) -> Void, onReload: @escaping () -> Void) {
         self.descriptor = descriptor
-        self.onSignal = onSignal
+        self.onTermination = onTermination
+        self.onReload = onReload
     }
 
     func handleEvents(_ events: UInt32) {
         while let signal = TerminationSignals.read(descriptor) {
+            if signal == SIGHUP {
+                onReload()
+                continue
+            }
             // A second signal while draining changes nothing; the grace period bounds the wait.
             if !handled {
                 handled = true
-                onSignal(signal)
+                onTermination(signal)
             }
         }
     }

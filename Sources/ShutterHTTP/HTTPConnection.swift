@@ -12,6 +12,9 @@ import ShutterSystem
 /// machine and then `pump()` asks it for actions until it has none. An event that arrives
 /// while the pump runs (an immediate handler's answer, a stream waking inside `start`) only
 /// updates the machine; the running pump picks it up, so the stack never grows.
+///
+/// Bytes go through a `ConnectionTransport`: plain TCP, or TLS (`TLSTransport`), whose handshake
+/// the machine steps through before the first request.
 final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     // @unchecked Sendable: all state is owned by the server's loop thread. A handler
     // task carries the connection only to hand its response back via `loop.execute`.
@@ -21,15 +24,24 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private unowned let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
     private var pumping = false
+    /// Where bytes go: the TLS transport until a plain-HTTP client makes it drop TLS.
+    private var transport: any ConnectionTransport
+    /// The TLS transport while the connection speaks TLS (for the handshake).
+    private var tls: TLSTransport?
+    /// Why the handshake failed, for the log line when the connection closes.
+    private var handshakeError: TLSError?
 
-    init(descriptor: Int32, peer: PeerAddress?, server: HTTPServer) {
+    /// A connection on `descriptor`, speaking TLS through `tls` when given.
+    init(descriptor: Int32, peer: PeerAddress?, server: HTTPServer, tls: TLSTransport? = nil) {
         self.descriptor = descriptor
         self.server = server
+        self.tls = tls
+        transport = tls ?? PlainTransport(descriptor: descriptor)
         machine = HTTPConnectionStateMachine(
             configuration: server.configuration, router: server.router, policy: server.policy,
             dateCache: server.dateCache,
             requestIDs: server.requestIDs, readBufferSize: server.readBuffer.count,
-            now: server.clock.monotonicNow(), peer: peer)
+            now: server.clock.monotonicNow(), peer: peer, tls: tls != nil)
     }
 
     func handleEvents(_ events: UInt32) {
@@ -101,13 +113,11 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         case .writeBytes(let batch):
             writeBytes(batch, now: now)
         case .sendFile(let region, let offset, let count):
-            var position = off_t(offset)
             report(
                 write: Result {
-                    try nonBlockingSyscall("sendfile") {
-                        Glibc.sendfile(descriptor, region.handle.descriptor, &position, count)
-                    }
-                }, now: now)
+                    try transport.sendFile(region.handle.descriptor, offset: offset, count: count)
+                },
+                now: now)
         case .dispatch(let id, let request, let handler, let parameters):
             dispatch(id, request, handler, parameters)
         case .startStream(let stream, let unsentByteLimit):
@@ -122,7 +132,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             logAccess(entry)
         case .halfClose:
             do {
-                _ = try syscall("shutdown(SHUT_WR)") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+                try transport.shutdownSending()
             } catch {
                 // ENOTCONN: the client reset the connection already; nothing is left to linger for.
                 machine.socketFailed()
@@ -145,6 +155,47 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             }
         case .close(let reason, let stream):
             close(reason, stoppingStream: stream)
+        case .peek:
+            peek(now: now)
+        case .handshake:
+            handshake(now: now)
+        case .dropTLS:
+            tls = nil
+            transport = PlainTransport(descriptor: descriptor)
+        }
+    }
+
+    // MARK: TLS
+
+    /// Peeks at the first bytes, leaving them for the handshake or the plain request.
+    private func peek(now: MonotonicInstant) {
+        let buffer = server.readBuffer
+        do {
+            let result = try nonBlockingSyscall("recv(MSG_PEEK)") {
+                recv(descriptor, buffer.baseAddress, 8, Int32(MSG_PEEK))
+            }
+            switch result {
+            case .processed(0): machine.peerFinishedSending()
+            case .processed(let count):
+                machine.peeked(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: now)
+            case .wouldBlock: machine.readWouldBlock()
+            }
+        } catch {
+            machine.socketFailed()
+        }
+    }
+
+    private func handshake(now: MonotonicInstant) {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .finished:
+            server.tlsEstablished(tls)
+            machine.handshakeFinished(now: now)
+        case .wantsRead: machine.handshakeWants(writable: false)
+        case .wantsWrite: machine.handshakeWants(writable: true)
+        case .failed(let error):
+            handshakeError = error
+            machine.handshakeFailed()
         }
     }
 
@@ -153,13 +204,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private func read(now: MonotonicInstant) {
         let buffer = server.readBuffer
         do {
-            let result = try nonBlockingSyscall("read") {
-                Glibc.read(descriptor, buffer.baseAddress, buffer.count)
-            }
+            let result = try transport.read(into: buffer)
             switch result {
             case .processed(0): machine.peerFinishedSending()
             case .processed(let count):
-                machine.bytesRead(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: now)
+                machine.bytesRead(
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: now,
+                    moreBuffered: transport.hasBufferedInput)
             case .wouldBlock: machine.readWouldBlock()
             }
         } catch {
@@ -168,10 +219,10 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// Writes the batch's chunks with one `sendmsg`, straight from the arrays that hold them.
+    /// Writes the batch's chunks with one transport write (`sendmsg` for plain TCP), straight
+    /// from the arrays that hold them.
     private func writeBytes(_ batch: HTTPConnectionStateMachine.WriteBatch, now: MonotonicInstant) {
         let vectors = server.ioVectors
-        let flags = Int32(MSG_NOSIGNAL) | (batch.fileFollows ? Int32(MSG_MORE) : 0)
         // Each chunk's pointer is valid only inside its `withUnsafeBytes`, so the vectors are
         // filled by nested calls and sent from the innermost (at most `maxChunksPerWrite` deep).
         func fill(_ index: Int, _ filled: Int) throws -> IOResult<Int> {
@@ -188,10 +239,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                     return try fill(index + 1, filled + 1)
                 }
             }
-            var message = msghdr()
-            message.msg_iov = vectors.baseAddress
-            message.msg_iovlen = filled
-            return try nonBlockingSyscall("sendmsg") { Glibc.sendmsg(descriptor, &message, flags) }
+            return try transport.write(vectors, count: filled, moreFollows: batch.fileFollows)
         }
         report(write: Result { try fill(batch.range.lowerBound, 0) }, now: now)
     }
@@ -298,6 +346,14 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         case .fileShrank:
             server.logger.warning(
                 "closing connection: a file shrank while it was sent", ["fd": String(descriptor)])
+        case .handshakeFailed:
+            server.logger.info(
+                "closing connection: TLS handshake failed",
+                ["fd": String(descriptor), "error": handshakeError?.description ?? "unknown"])
+        case .handshakeTimedOut:
+            server.logger.info(
+                "closing connection: TLS handshake not finished within the request timeout",
+                ["fd": String(descriptor)])
         case .finished, .socketFailed, .idle, .shutdown:
             break
         }

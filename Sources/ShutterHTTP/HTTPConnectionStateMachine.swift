@@ -13,6 +13,11 @@ import ShutterSystem
 /// Responses go out in request order (pipelining, RFC 9112 §9.3.2). Body bytes are never copied:
 /// arrays are shared copy-on-write with the handler's response, and a file is a handle.
 ///
+/// A TLS connection first passes through `TLSPhase`: its first byte is peeked to tell a
+/// ClientHello from plain HTTP sent to the TLS port (answered `400` in plain text), then the
+/// handshake runs step by step, each step's wish (read or write) becoming the epoll interest,
+/// all within the request timeout counted from the accept.
+///
 /// Ownership: a value owned by its driver, used only on the server's loop thread.
 struct HTTPConnectionStateMachine {
     /// What the driver should do next; it reports the outcome before asking for another.
@@ -41,6 +46,25 @@ struct HTTPConnectionStateMachine {
         case setInterest(Interest)
         /// Close the socket and forget the connection, stopping `stoppingStream` if there is one.
         case close(CloseReason, stoppingStream: (any HTTPBodyStream)?)
+        /// TLS: look at the first bytes without taking them (`recv` with `MSG_PEEK`); report
+        /// `peeked`, `readWouldBlock`, `peerFinishedSending` or `socketFailed`.
+        case peek
+        /// TLS: take one step of the handshake; report `handshakeFinished`, `handshakeWants`
+        /// or `handshakeFailed`.
+        case handshake
+        /// TLS: the client spoke plain HTTP to the TLS port; speak plain text to it from now on
+        /// (for the `400` that tells it to use https).
+        case dropTLS
+    }
+
+    /// Where a TLS connection is before it carries HTTP.
+    enum TLSPhase: Equatable {
+        /// Waiting for the first byte: a ClientHello, or plain HTTP sent to the TLS port.
+        case sniffing
+        /// The handshake has begun and wants another step.
+        case handshaking
+        /// Requests and responses flow, encrypted.
+        case established
     }
 
     /// The socket events the connection wants to hear about (`EPOLLIN`, `EPOLLOUT`, `EPOLLRDHUP`).
@@ -87,6 +111,10 @@ struct HTTPConnectionStateMachine {
         case shutdown
         /// `sendfile` found the file shorter than the response promised.
         case fileShrank
+        /// The TLS handshake failed (a protocol version or cipher refused, a broken record).
+        case handshakeFailed
+        /// The TLS handshake did not finish within the request timeout (a silent or slow client).
+        case handshakeTimedOut
     }
 
     /// One access-log line's fields.
@@ -166,6 +194,17 @@ struct HTTPConnectionStateMachine {
     /// The events watched now (the server registers new connections for reading).
     private var interest: Interest = [.read, .readHangUp]
 
+    /// A TLS connection's phase; nil for a plain connection (or one that spoke plain HTTP to the TLS port).
+    private(set) var tlsPhase: TLSPhase?
+    /// The socket reported readiness since the handshake last wanted to wait.
+    private var handshakeReady = false
+    /// What the handshake's last step waits for.
+    private var handshakeInterest: Interest = [.read, .readHangUp]
+    /// The driver has yet to switch to plain text for the `400` to a plain-HTTP client.
+    private var dropTLSPending = false
+    /// When the connection was accepted: the handshake must finish within the request timeout of it.
+    private let acceptedAt: MonotonicInstant
+
     /// The body stream being written, once its head is queued; it owns the rest of the connection.
     private var stream: (any HTTPBodyStream)?
     private var streamStartPending = false
@@ -191,9 +230,11 @@ struct HTTPConnectionStateMachine {
         configuration: HTTPServerConfiguration, router: Router, policy: (any HTTPRequestPolicy)? = nil,
         dateCache: HTTPDateCache,
         requestIDs: HTTPRequestIDGenerator, readBufferSize: Int, now: MonotonicInstant,
-        peer: PeerAddress? = nil
+        peer: PeerAddress? = nil, tls: Bool = false
     ) {
         self.peer = peer
+        tlsPhase = tls ? .sniffing : nil
+        acceptedAt = now
         self.configuration = configuration
         self.router = router
         self.policy = policy
@@ -212,6 +253,11 @@ struct HTTPConnectionStateMachine {
     mutating func socketReported(_ events: SocketEvents) {
         guard !closed else { return }
         if events.contains(.writable) || events.contains(.hangUp) { writeBlocked = false }
+        if tlsPhase == .handshaking {
+            // Any readiness is worth a step: a hang-up makes the step fail and close.
+            if !events.isEmpty { handshakeReady = true }
+            return
+        }
         if stream != nil {
             // A stream reads no more requests. A reset (a client that closed and was then sent
             // more) ends it at once; the end of the client's sending (EPOLLRDHUP) may be a
@@ -229,8 +275,11 @@ struct HTTPConnectionStateMachine {
         }
     }
 
-    /// A read returned `bytes`.
-    mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: MonotonicInstant) {
+    /// A read returned `bytes`; `moreBuffered` says the transport holds more already read
+    /// from the socket (decrypted TLS records), which no readiness event would announce.
+    mutating func bytesRead(
+        _ bytes: UnsafeRawBufferPointer, now: MonotonicInstant, moreBuffered: Bool = false
+    ) {
         guard !closed else { return }
         lastActivity = now
         if lingerDeadline != nil {
@@ -240,7 +289,59 @@ struct HTTPConnectionStateMachine {
         }
         parser.append(bytes)
         parserNeedsBytes = false
-        readsLeft = bytes.count < readBufferSize ? 0 : readsLeft - 1
+        if moreBuffered {
+            readsLeft = max(readsLeft - 1, 1)
+        } else {
+            readsLeft = bytes.count < readBufferSize ? 0 : readsLeft - 1
+        }
+    }
+
+    /// A peek (TLS, first bytes) saw `bytes` without taking them.
+    mutating func peeked(_ bytes: UnsafeRawBufferPointer, now: MonotonicInstant) {
+        guard !closed, tlsPhase == .sniffing, let first = bytes.first else { return }
+        readsLeft = 0
+        lastActivity = now
+        if Self.startsTLSHandshake(first) {
+            tlsPhase = .handshaking
+            handshakeReady = true
+            return
+        }
+        // Plain HTTP (or anything else) on the TLS port: a clear answer instead of a handshake
+        // that would wait for a ClientHello until the timeout. The request itself stays unread
+        // and is drained by the lingering close.
+        tlsPhase = nil
+        dropTLSPending = true
+        queueError(
+            HTTPError(
+                .badRequest,
+                detail: "this port speaks HTTPS (TLS); use an https:// URL instead of http://"),
+            startedAt: acceptedAt)
+    }
+
+    /// Whether a connection's first byte opens a TLS handshake record: every ClientHello comes in
+    /// one, whose content type is handshake (22, RFC 8446 §5.1), while an HTTP request line
+    /// starts with a method's letter.
+    static func startsTLSHandshake(_ firstByte: UInt8) -> Bool { firstByte == 0x16 }
+
+    /// The handshake finished: the connection carries HTTP now. The client's first request may
+    /// already sit in the transport, so a read is tried at once.
+    mutating func handshakeFinished(now: MonotonicInstant) {
+        guard !closed, tlsPhase == .handshaking else { return }
+        tlsPhase = .established
+        readsLeft = Self.readsPerWakeUp
+        lastActivity = now
+    }
+
+    /// The handshake's step waits for the socket to be readable (`writable` false) or writable.
+    mutating func handshakeWants(writable: Bool) {
+        guard !closed, tlsPhase == .handshaking else { return }
+        handshakeInterest = writable ? [.write] : [.read, .readHangUp]
+    }
+
+    /// The handshake failed: nothing can be said to the client in HTTP.
+    mutating func handshakeFailed() {
+        guard !closed else { return }
+        pendingClose = .handshakeFailed
     }
 
     /// A read found nothing to read.
@@ -374,6 +475,14 @@ struct HTTPConnectionStateMachine {
             if now >= linger { pendingClose = .finished }
             return
         }
+        if let phase = tlsPhase, phase != .established {
+            // A silent or slow handshake holds a connection like a slow request (slowloris).
+            if now.nanoseconds(since: acceptedAt) > Self.nanoseconds(configuration.requestTimeoutMilliseconds)
+            {
+                pendingClose = .handshakeTimedOut
+            }
+            return
+        }
         if outgoingIndex < outgoing.count {
             if stream != nil {
                 if let unacknowledged = unacknowledgedBytes, let previous = lastUnacknowledgedBytes,
@@ -457,6 +566,11 @@ struct HTTPConnectionStateMachine {
             streamToStop = nil
             return .stopStream(body)
         }
+        if dropTLSPending {
+            dropTLSPending = false
+            return .dropTLS
+        }
+        if let phase = tlsPhase, phase != .established { return nextHandshakeAction(phase) }
         if readsLeft > 0 { return .read }
         if let action = parseRequests(now: now) { return action }
         if let action = queueReadyResponses() { return action }
@@ -465,6 +579,29 @@ struct HTTPConnectionStateMachine {
         if let action = nextWrite() { return action }
         if let action = finishIfDone(now: now) { return action }
         return updateInterest()
+    }
+
+    /// Before TLS is established: peek at the first byte, step the handshake, or wait.
+    private mutating func nextHandshakeAction(_ phase: TLSPhase) -> Action? {
+        // The client closed before a ClientHello: there is nobody to answer.
+        if peerClosed { return close(.finished) }
+        let wanted: Interest
+        switch phase {
+        case .sniffing:
+            if readsLeft > 0 { return .peek }
+            wanted = [.read, .readHangUp]
+        case .handshaking:
+            if handshakeReady {
+                handshakeReady = false
+                return .handshake
+            }
+            wanted = handshakeInterest
+        case .established:
+            return nil
+        }
+        guard wanted != interest else { return nil }
+        interest = wanted
+        return .setInterest(wanted)
     }
 
     private mutating func takeStreamStart() -> Action? {

@@ -5,7 +5,8 @@ import ShutterSystem
     import Glibc
 #endif
 
-/// The HTTP/1.1 server: a listening socket and its connections, all owned by one event loop.
+/// The HTTP/1.1 server: a listening socket and its connections, all owned by one event loop;
+/// HTTPS when it is given a `TLSContext`.
 public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched only on `loop`'s thread;
     // other threads reach the server only through `loop.execute`.
@@ -43,6 +44,14 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Scratch vectors for `sendmsg`, shared the same way.
     let ioVectors = UnsafeMutableBufferPointer<iovec>.allocate(
         capacity: HTTPConnectionStateMachine.maxChunksPerWrite)
+    /// Scratch for TLS (small chunks gathered into a record, or a file region read without kTLS),
+    /// shared the same way: OpenSSL keeps its own copy of a record it could not send yet.
+    let tlsScratch = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: TLSTransport.fileChunkSize, alignment: 16)
+    /// The certificate new connections get; nil serves plain HTTP. Replaced by `replaceTLSContext`.
+    public private(set) var tlsContext: TLSContext?
+    /// Whether the first TLS connection has said how records are sent (kTLS or `SSL_write`).
+    private var tlsModeLogged = false
     /// The last failure logged for each socket call whose failure does not stop the server; a
     /// repeating failure is logged once, until the call succeeds again or fails differently.
     private var loggedFailures: [SocketCall: SystemError] = [:]
@@ -57,9 +66,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// A server that will listen as `configuration` says, run on `loop`, and time everything on `clock`.
     public init(
         configuration: HTTPServerConfiguration, router: Router, policy: (any HTTPRequestPolicy)? = nil,
-        logger: Logger, loop: EventLoop, clock: any Clock = SystemClock()
+        logger: Logger, loop: EventLoop, clock: any Clock = SystemClock(), tls: TLSContext? = nil
     ) {
         self.configuration = configuration
+        self.tlsContext = tls
         self.router = router
         self.policy = policy
         self.logger = logger
@@ -72,6 +82,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     deinit {
         readBuffer.deallocate()
         ioVectors.deallocate()
+        tlsScratch.deallocate()
     }
 
     /// Number of open connections.
@@ -171,7 +182,20 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 continue
             }
             disableNagle(descriptor)
-            let connection = HTTPConnection(descriptor: descriptor, peer: peer, server: self)
+            var tls: TLSTransport?
+            if let tlsContext {
+                do {
+                    tls = try TLSTransport(context: tlsContext, descriptor: descriptor, scratch: tlsScratch)
+                } catch {
+                    // Out of memory in OpenSSL: this connection cannot be served.
+                    logger.error(
+                        "closing a new connection: no TLS state for it", ["error": error.description])
+                    closeDescriptor(descriptor)
+                    continue
+                }
+            }
+            let connection = HTTPConnection(
+                descriptor: descriptor, peer: peer, server: self, tls: tls)
             do {
                 try loop.register(
                     descriptor, events: cshutter_epollin() | cshutter_epollrdhup(), handler: connection)
@@ -197,6 +221,27 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
             // The connection still works, only slower: serve it, and say so once.
             socketCallFailed(.noDelay, error, "serving a connection with Nagle's algorithm on")
         } catch {}
+    }
+
+    /// Serves `context`'s certificate to connections accepted from now on; open ones keep theirs.
+    /// Call on the loop thread.
+    public func replaceTLSContext(_ context: TLSContext) {
+        assert(loop.inEventLoop)
+        tlsContext = context
+    }
+
+    /// Called by a connection whose handshake finished: the first one says how records go out.
+    func tlsEstablished(_ transport: TLSTransport) {
+        guard !tlsModeLogged else { return }
+        tlsModeLogged = true
+        let negotiated = transport.negotiated
+        logger.notice(
+            "tls",
+            [
+                "ktls_send": String(transport.kernelSends), "ktls_receive": String(transport.kernelReceives),
+                "protocol": negotiated.version, "cipher": negotiated.cipher,
+                "files": transport.kernelSends ? "SSL_sendfile" : "pread and SSL_write",
+            ])
     }
 
     /// Socket calls whose failures are logged once until they change.
@@ -309,6 +354,12 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         let body = "{\"error\":\"service unavailable\",\"detail\":\(JSONString.quote(detail))}\n"
         let response =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+        // A TLS client would read a plain-text 503 as a broken handshake, and answering it in TLS
+        // would cost the handshake the limit is there to refuse: it is closed at once.
+        if tlsContext != nil {
+            closeDescriptor(descriptor)
+            return
+        }
         // One try on a fresh socket whose send buffer is empty; no waiting. If it fails (the
         // client reset already) or would block, there is no answer to protect: close at once.
         var sent = false

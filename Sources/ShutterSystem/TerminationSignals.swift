@@ -1,10 +1,10 @@
 import CShutterLinux
 
-/// SIGTERM and SIGINT delivered through a descriptor the event loop watches,
-/// instead of a handler that could run on any thread at any time.
+/// SIGTERM and SIGINT (stop) and SIGHUP (reload the TLS certificate) delivered through a
+/// descriptor the event loop watches, instead of a handler that could run on any thread at any time.
 public enum TerminationSignals {
-    /// Blocks SIGTERM, SIGINT and SIGPIPE for this thread and every thread started
-    /// after it, and returns a signalfd for the first two. Call first thing in `main`,
+    /// Blocks SIGTERM, SIGINT, SIGHUP and SIGPIPE for this thread and every thread started
+    /// after it, and returns a signalfd for the first three. Call first thing in `main`,
     /// before any Task or thread exists, or a signal may go to a thread that lets it kill the process.
     public static func blockAndOpenDescriptor() throws -> Int32 {
         try syscall("signalfd") { cshutter_block_signals_and_open_signalfd() }

@@ -103,6 +103,33 @@ import Testing
         }
     }
 
+    @Test func tlsCertificateAndKeyComeFromEverySource() throws {
+        let flags = try load(["--tls-cert", "/c.pem", "--tls-key", "/k.pem"])
+        #expect(flags.tlsCertificatePath == "/c.pem" && flags.tlsKeyPath == "/k.pem")
+        let environment = try load(
+            [], environment: ["SHUTTERD_TLS_CERT": "/e.pem", "SHUTTERD_TLS_KEY": "/ek.pem"])
+        #expect(environment.tlsCertificatePath == "/e.pem" && environment.tlsKeyPath == "/ek.pem")
+        let file = try load(["--config", "f"], file: #"{"tls_cert": "/f.pem", "tls_key": "/fk.pem"}"#)
+        #expect(file.tlsCertificatePath == "/f.pem" && file.tlsKeyPath == "/fk.pem")
+        #expect(try load([]).tlsCertificatePath == nil)
+    }
+
+    @Test(arguments: [["--tls-cert", "/c.pem"], ["--tls-key", "/k.pem"]])
+    func tlsCertificateAndKeyGoTogether(arguments: [String]) {
+        #expect {
+            try load(arguments)
+        } throws: { error in
+            "\(error)".contains("tls_cert and tls_key go together")
+        }
+    }
+
+    @Test func anEmptyTLSPathUnsetsTheFilesValue() throws {
+        let configuration = try load(
+            ["--config", "f", "--tls-cert", "", "--tls-key="],
+            file: #"{"tls_cert": "/f.pem", "tls_key": "/fk.pem"}"#)
+        #expect(configuration.tlsCertificatePath == nil && configuration.tlsKeyPath == nil)
+    }
+
     @Test func unknownFileKeysAreRejected() {
         #expect(throws: ConfigurationError.self) { try load(["--config", "f"], file: #"{"colour": "red"}"#) }
         #expect(throws: ConfigurationError.self) { try load(["--config", "f"], file: "not json") }

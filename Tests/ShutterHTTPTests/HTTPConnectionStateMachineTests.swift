@@ -47,9 +47,24 @@ private final class EmbeddedConnection {
     var actionKinds: [String] = []
     /// The most one read takes: small, so requests arrive split across reads.
     let readSize: Int
+    /// TLS: what each handshake step reports, in order, once it has taken the client's bytes
+    /// (a step with nothing scripted waits for more to read).
+    var handshakeSteps: [HandshakeStep] = []
+    /// TLS: the bytes each handshake step took from the client.
+    var handshakeBytes: [[UInt8]] = []
+    /// TLS: the driver was told to speak plain text.
+    var droppedTLS = false
+    /// TLS: inbound bytes that sit decrypted in the transport, where no readiness announces them
+    /// (reads report `moreBuffered` while any are left).
+    var transportHolds = false
+
+    /// What a simulated handshake step does.
+    enum HandshakeStep {
+        case wantsRead, wantsWrite, finished, failed
+    }
 
     init(
-        router: Router, clock: ManualClock = ManualClock(), readSize: Int = 64,
+        router: Router, clock: ManualClock = ManualClock(), readSize: Int = 64, tls: Bool = false,
         policy: (any HTTPRequestPolicy)? = nil, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) {
         self.readSize = readSize
@@ -60,7 +75,8 @@ private final class EmbeddedConnection {
         machine = Machine(
             configuration: configuration, router: router, policy: policy,
             dateCache: HTTPDateCache(clock: clock),
-            requestIDs: HTTPRequestIDGenerator(), readBufferSize: readSize, now: clock.monotonicNow())
+            requestIDs: HTTPRequestIDGenerator(), readBufferSize: readSize, now: clock.monotonicNow(),
+            tls: tls)
     }
 
     var now: MonotonicInstant { clock.monotonicNow() }
@@ -129,7 +145,7 @@ private final class EmbeddedConnection {
                 perform(action)
             }
             var ready: Machine.SocketEvents = []
-            if interest.contains(.read) && (!inbound.isEmpty || clientEndedSending) {
+            if interest.contains(.read) && ((!inbound.isEmpty && !transportHolds) || clientEndedSending) {
                 ready.insert(.readable)
             }
             if !interest.isDisjoint(with: [.read, .readHangUp]) && clientEndedSending {
@@ -150,7 +166,8 @@ private final class EmbeddedConnection {
                 let count = min(readSize, inbound.count)
                 let bytes = Array(inbound.prefix(count))
                 inbound.removeFirst(count)
-                bytes.withUnsafeBytes { machine.bytesRead($0, now: now) }
+                let more = transportHolds && !inbound.isEmpty
+                bytes.withUnsafeBytes { machine.bytesRead($0, now: now, moreBuffered: more) }
             } else if clientEndedSending {
                 machine.peerFinishedSending()
             } else {
@@ -213,6 +230,26 @@ private final class EmbeddedConnection {
             precondition(closed == nil, "closed twice")
             closed = reason
             stream?.stop()
+        case .peek:
+            if !inbound.isEmpty {
+                let bytes = Array(inbound.prefix(readSize))
+                bytes.withUnsafeBytes { machine.peeked($0, now: now) }
+            } else if clientEndedSending {
+                machine.peerFinishedSending()
+            } else {
+                machine.readWouldBlock()
+            }
+        case .handshake:
+            handshakeBytes.append(inbound)
+            inbound.removeAll()
+            switch handshakeSteps.isEmpty ? .wantsRead : handshakeSteps.removeFirst() {
+            case .wantsRead: machine.handshakeWants(writable: false)
+            case .wantsWrite: machine.handshakeWants(writable: true)
+            case .finished: machine.handshakeFinished(now: now)
+            case .failed: machine.handshakeFailed()
+            }
+        case .dropTLS:
+            droppedTLS = true
         }
     }
 
@@ -866,5 +903,147 @@ extension String {
         // A late answer is dropped.
         connection.complete(1, "slow")
         #expect(connection.written.isEmpty)
+    }
+
+    // MARK: TLS
+
+    /// The first bytes of a ClientHello record: handshake (22), version 3.1, length.
+    private static let clientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01]
+
+    @Test func onlyAHandshakeRecordStartsTLS() {
+        #expect(Machine.startsTLSHandshake(0x16))
+        for byte in Array("GET POST HEAD PUT DELETE OPTIONS PRI".utf8) + [0x80, 0x00, 0x15, 0x17] {
+            #expect(!Machine.startsTLSHandshake(byte))
+        }
+    }
+
+    @Test func aClientHelloStartsTheHandshakeAndItsStepsWaitAsTheyWish() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        #expect(connection.machine.tlsPhase == .sniffing)
+        connection.handshakeSteps = [.wantsWrite]
+        connection.receive(Self.clientHello)
+        // The peek left the ClientHello for the handshake, which took it.
+        #expect(connection.handshakeBytes.first == Self.clientHello)
+        #expect(connection.machine.tlsPhase == .handshaking)
+        #expect(connection.actionKinds.prefix(2) == ["peek", "handshake"])
+        // The step wanted to write: the socket is watched for writing, and when it is writable
+        // the next step runs (it then waits for the client's next flight).
+        #expect(connection.handshakeBytes == [Self.clientHello, []])
+        #expect(connection.interest == [.read, .readHangUp])
+        connection.handshakeSteps = [.finished]
+        connection.receive([0x14, 0x03, 0x03])
+        #expect(connection.machine.tlsPhase == .established)
+        #expect(connection.written.isEmpty && connection.closed == nil)
+        // Requests flow as on a plain connection (the transport decrypts them).
+        connection.receive(getHello)
+        #expect(connection.takeWritten() == hello(1))
+        #expect(!connection.droppedTLS)
+    }
+
+    @Test func aHandshakeThatWantsToWriteWatchesForWritable() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        connection.socketRoom = 0
+        connection.handshakeSteps = [.wantsWrite]
+        connection.receive(Self.clientHello)
+        #expect(connection.interest == [.write])
+        connection.handshakeSteps = [.finished]
+        connection.drain()
+        #expect(connection.machine.tlsPhase == .established)
+        #expect(connection.interest == [.read, .readHangUp])
+    }
+
+    @Test func plainHTTPOnTheTLSPortGetsA400InPlainTextAndTheClose() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        connection.receive(getHello)
+        #expect(connection.droppedTLS)
+        #expect(connection.handshakeBytes.isEmpty)
+        #expect(connection.machine.tlsPhase == nil)
+        let text = connection.takeWritten()
+        #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+        #expect(text.contains("Connection: close\r\n"))
+        #expect(text.contains("use an https:// URL"))
+        // The plain request was never dispatched, and is drained by the lingering close.
+        #expect(connection.dispatched.isEmpty)
+        #expect(connection.halfClosed)
+        #expect(connection.inbound.isEmpty)
+        // The driver switched before writing: nothing was written through TLS.
+        let drop = connection.actionKinds.firstIndex(of: "dropTLS")
+        let write = connection.actionKinds.firstIndex(of: "writeBytes")
+        #expect(drop != nil && write != nil && drop! < write!)
+    }
+
+    @Test func aSilentClientIsClosedAfterTheRequestTimeout() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true) {
+            $0.requestTimeoutMilliseconds = 2000
+            $0.idleTimeoutMilliseconds = 60_000
+        }
+        connection.run()
+        connection.advance(milliseconds: 2000)
+        #expect(connection.closed == nil)
+        connection.advance(milliseconds: 1)
+        #expect(connection.closed == .handshakeTimedOut)
+        #expect(connection.written.isEmpty)
+    }
+
+    @Test func aHandshakeThatStallsIsClosedAfterTheRequestTimeoutFromTheAccept() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true) {
+            $0.requestTimeoutMilliseconds = 2000
+        }
+        connection.advance(milliseconds: 1500)
+        connection.receive(Self.clientHello)
+        #expect(connection.machine.tlsPhase == .handshaking)
+        connection.advance(milliseconds: 500)
+        #expect(connection.closed == nil)
+        connection.advance(milliseconds: 1)
+        #expect(connection.closed == .handshakeTimedOut)
+    }
+
+    @Test func theRequestTimeoutAfterTheHandshakeCountsFromTheRequestsFirstByte() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true) {
+            $0.requestTimeoutMilliseconds = 2000
+        }
+        connection.handshakeSteps = [.finished]
+        connection.receive(Self.clientHello)
+        connection.advance(milliseconds: 5000)
+        #expect(connection.closed == nil)
+        connection.receive("GET /hel")
+        connection.advance(milliseconds: 2001)
+        #expect(connection.takeWritten().hasPrefix("HTTP/1.1 408 "))
+    }
+
+    @Test func aFailedHandshakeClosesWithoutAWord() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        connection.handshakeSteps = [.failed]
+        connection.receive(Self.clientHello)
+        #expect(connection.closed == .handshakeFailed)
+        #expect(connection.written.isEmpty)
+    }
+
+    @Test func aClientThatClosesBeforeAClientHelloIsClosed() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        connection.clientEndsSending()
+        #expect(connection.closed == .finished)
+        #expect(connection.written.isEmpty)
+    }
+
+    @Test func shutdownDuringTheHandshakeClosesAtOnce() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, tls: true)
+        connection.receive(Self.clientHello)
+        connection.beginShutdown()
+        #expect(connection.closed == .shutdown)
+    }
+
+    @Test func bytesTheTransportHoldsAreReadWithoutAReadinessEvent() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router, readSize: 16, tls: true)
+        connection.handshakeSteps = [.finished]
+        connection.receive(Self.clientHello)
+        // Eight requests decrypted at once, more than the reads one readiness report allows:
+        // the socket will not say readable again, so reading goes on while the transport holds bytes.
+        connection.transportHolds = true
+        connection.inbound = Array(String(repeating: getHello, count: 8).utf8)
+        connection.machine.socketReported(.readable)
+        connection.run()
+        #expect(connection.inbound.isEmpty)
+        #expect(connection.takeWritten() == (1...8).map { hello(UInt64($0)) }.joined())
     }
 }

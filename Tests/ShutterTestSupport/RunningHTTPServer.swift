@@ -22,10 +22,12 @@ public final class RunningHTTPServer: @unchecked Sendable {
     private let shutdownStarted = Atomic<Bool>(false)
     public let port: Int
 
-    /// `logLevel` is what `logSink` records from (errors only unless told).
+    /// A server for `router`, speaking TLS with `tls` when given; `logLevel` is what `logSink`
+    /// records from (errors only unless told).
     public init(
         router: Router, clock: ManualClock = ManualClock(), logSink: (any Logger.Sink)? = nil,
-        logLevel: Logger.Level = .error, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+        logLevel: Logger.Level = .error, tls: TLSContext? = nil,
+        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
@@ -39,7 +41,7 @@ public final class RunningHTTPServer: @unchecked Sendable {
             configuration: configuration, router: router,
             logger: logSink.map { Logger(label: "test", level: logLevel, sink: $0) }
                 ?? Logger(label: "test", level: .error),
-            loop: loop, clock: clock)
+            loop: loop, clock: clock, tls: tls)
         try server.start()
         port = server.boundPort
         let loop = self.loop

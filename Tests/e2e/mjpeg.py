@@ -8,12 +8,15 @@ import time
 class MJPEGStream:
     """Reads `GET path` as an MJPEG stream, part by part, checking the framing as it goes."""
 
-    def __init__(self, port, path="/preview.mjpg", receive_buffer=None, timeout=10):
+    def __init__(self, port, path="/preview.mjpg", receive_buffer=None, timeout=10, ssl_context=None):
         self.sock = socket.socket()
         if receive_buffer:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
+        if ssl_context:
+            # HTTPS: the same framing checks, read through TLS.
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname="127.0.0.1")
         self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         self.buffer = bytearray()
         head = self._read_until(b"\r\n\r\n").decode("latin-1")

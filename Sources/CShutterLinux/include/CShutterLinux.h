@@ -19,9 +19,9 @@
 /// accept4 is hidden behind _GNU_SOURCE in glibc's headers.
 int cshutter_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
-/// Blocks SIGTERM, SIGINT and SIGPIPE in the calling thread (call first thing in
+/// Blocks SIGTERM, SIGINT, SIGHUP and SIGPIPE in the calling thread (call first thing in
 /// main so every later thread inherits the mask) and returns a signalfd that
-/// reads SIGTERM and SIGINT, or -1 with errno set.
+/// reads SIGTERM, SIGINT and SIGHUP, or -1 with errno set.
 int cshutter_block_signals_and_open_signalfd(void);
 
 /// Reads one signalfd_siginfo and returns its signal number, or -1 with errno set.
