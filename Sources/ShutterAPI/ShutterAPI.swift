@@ -25,11 +25,14 @@ public struct ShutterAPI: Sendable {
         public var links: SignedLinks?
         /// Whether the server speaks HTTPS, shown by `/status`.
         public var tls: Bool
+        /// The server's request counts, shown by `/metrics` (nil: none are shown).
+        public var httpMetrics: HTTPMetrics?
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
-            version: String, links: SignedLinks? = nil, tls: Bool = false
+            version: String, links: SignedLinks? = nil, tls: Bool = false, httpMetrics: HTTPMetrics? = nil
         ) {
+            self.httpMetrics = httpMetrics
             self.links = links
             self.tls = tls
             self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
@@ -49,6 +52,8 @@ public struct ShutterAPI: Sendable {
     let logger: Logger
     /// When the API was built, for `/status`'s uptime.
     let startedAt: MonotonicInstant
+    /// How snaps ended, for `/metrics`.
+    let snapResults = SnapResults()
 
     public init(
         capture: CaptureService, catalog: MediaCatalog, jobs: JobService, preview: LivePreview<PreviewPart>,
@@ -71,7 +76,11 @@ public struct ShutterAPI: Sendable {
         let jobRoutes = JobRoutes(jobs: jobs, catalog: catalog, capture: capture)
         SnapRoutes(
             capture: capture, catalog: catalog, jobs: jobRoutes, clock: clock,
-            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds
+            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds, results: snapResults
+        ).register(in: &router)
+        MetricsRoutes(
+            capture: capture, catalog: catalog, preview: preview, snaps: snapResults,
+            http: settings.httpMetrics, clock: clock, startedAt: startedAt, version: settings.version
         ).register(in: &router)
         LibraryRoutes(catalog: catalog).register(in: &router)
         MediaRoutes(catalog: catalog).register(in: &router)

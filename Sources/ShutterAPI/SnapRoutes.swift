@@ -13,8 +13,23 @@ struct SnapRoutes: Sendable {
     let clock: any Clock
     let snapTimeoutMilliseconds: Int
 
+    /// Snaps by how they ended, for `/metrics`.
+    let results: SnapResults
+
     func register(in router: inout Router) {
-        router.add(.post, "/snap", scope: .snap, .task { request, _ in try await snap(request) })
+        router.add(.post, "/snap", scope: .snap, .task { request, _ in try await countedSnap(request) })
+    }
+
+    /// `snap`, counted by how it ended.
+    func countedSnap(_ request: HTTPRequest) async throws -> HTTPResponse {
+        do {
+            let response = try await snap(request)
+            results.count(response.status.code < 300 ? .stored : .failed)
+            return response
+        } catch {
+            results.count(SnapResults.Result(error))
+            throw error
+        }
     }
 
     /// Stores a picture from a frame captured after the request arrived (or, with `max_age_ms`,

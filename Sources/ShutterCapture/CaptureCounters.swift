@@ -1,3 +1,4 @@
+import ShutterSystem
 import Synchronization
 
 /// Counters the capture thread updates and `/status` reads.
@@ -9,6 +10,8 @@ public final class CaptureCounters: Sendable {
     let reopens = Atomic<UInt64>(0)
     let corrupt = Atomic<UInt64>(0)
     let warmupDropped = Atomic<UInt64>(0)
+    /// How long each frame took to encode (frames passed through as JPEG are not counted).
+    public let encodeTime = LatencyHistogram()
 
     public var framesCaptured: UInt64 { captured.load(ordering: .relaxed) }
     public var framesEncoded: UInt64 { encoded.load(ordering: .relaxed) }

@@ -127,11 +127,15 @@ final class CaptureLoop: @unchecked Sendable {
                 case .yuv(let image): jpeg = try encoder.encode(image)
                 }
                 shared.counters.encoded.add(1, ordering: .relaxed)
+                let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: start)
+                if case .yuv = frame.image {
+                    shared.counters.encodeTime.observe(nanoseconds: encodeNanoseconds)
+                }
                 shared.exchange.publish(
                     EncodedFrame(
                         sequence: frame.sequence, capturedAt: frame.capturedAt,
                         wallMilliseconds: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                        jpeg: jpeg, encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
+                        jpeg: jpeg, encodeNanoseconds: encodeNanoseconds))
             } catch {
                 failed(error)
                 return .failed

@@ -139,6 +139,9 @@ public actor CaptureService {
     }
 
     /// The camera's state now.
+    /// How long frames took to encode, for `/metrics`.
+    public nonisolated var encodeTime: LatencyHistogram { shared.counters.encodeTime }
+
     public nonisolated var status: CameraStatus {
         CameraStatus(
             name: cameraName, mode: shared.mode, pixelFormat: shared.pixelFormat,

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Totals over the whole catalog.
 public struct CatalogStatistics: Equatable, Sendable {
     /// How many pictures there are.
@@ -15,4 +17,13 @@ public struct CatalogStatistics: Equatable, Sendable {
         self.newestID = newestID
         self.thumbnailBytes = thumbnailBytes
     }
+}
+
+/// Counters of what the catalog did, for `/metrics`; read from any thread.
+public final class CatalogCounters: Sendable {
+    // Relaxed: each is read alone, for display.
+    let removedByRetention = Atomic<UInt64>(0)
+
+    /// Pictures retention has removed since the catalog opened.
+    public var picturesRemovedByRetention: UInt64 { removedByRetention.load(ordering: .relaxed) }
 }

@@ -65,6 +65,18 @@ extension MediaCatalog {
         }
     }
 
+    /// How many jobs are in each state (`scheduled`, `running`, `done`, …), for `/metrics`.
+    public func jobCountsByState() throws -> [String: Int] {
+        do {
+            let rows = try database.fetchAll(sql: "SELECT state, COUNT(*) FROM jobs GROUP BY state") { row in
+                (try row.decode(String.self, at: 0), Int(try row.decode(Int64.self, at: 1)))
+            }
+            return Dictionary(rows, uniquingKeysWith: +)
+        } catch {
+            throw CatalogError(error)
+        }
+    }
+
     /// Every job that has not ended, oldest first: what start-up resumes.
     public func unfinishedJobs() throws -> [JobRecord] {
         do {

@@ -95,6 +95,7 @@ extension MediaCatalog {
             }
             removeThumbnails(id: row.id)
         }
+        counters.removedByRetention.add(UInt64(removed.count), ordering: .relaxed)
         logger.info(
             "retention removed pictures",
             [
@@ -144,6 +145,11 @@ extension MediaCatalog {
                 ))
         }
         noteSpaceShortage(nil)
+    }
+
+    /// The bytes still free for the pictures (statvfs of the media directory), for `/metrics`.
+    public nonisolated func freeBytes() throws -> Int64 {
+        try Self.availableBytes(path: files.path)
     }
 
     /// The bytes an unprivileged user may still write on the file system of `path`.

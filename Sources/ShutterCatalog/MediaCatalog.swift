@@ -50,6 +50,8 @@ public actor MediaCatalog {
     /// Why pictures are refused for space, as last found, and when the disk was last looked at:
     /// written on the catalog's thread, read by `/healthz` on the event loop (no I/O under the lock).
     nonisolated let space = LockedValue(SpaceShortage())
+    /// Counts for `/metrics`, read from any thread.
+    public nonisolated let counters = CatalogCounters()
     let clock: any Clock
 
     /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.

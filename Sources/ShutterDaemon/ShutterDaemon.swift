@@ -89,18 +89,21 @@ public final class ShutterDaemon {
         let preview = LivePreview<PreviewPart>(
             capture: capture, quality: configuration.quality, queue: loop, clock: clock,
             logger: logger.with("component", "preview"))
+        let httpMetrics = HTTPMetrics()
         let api = ShutterAPI(
             capture: capture, catalog: catalog, jobs: jobs, preview: preview,
             discovery: try DeviceDiscovery(logger: logger.with("component", "discovery")),
             settings: ShutterAPI.Settings(
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
-                cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil),
+                cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil,
+                httpMetrics: httpMetrics),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.host = configuration.listenHost
         httpConfiguration.port = configuration.listenPort
         httpConfiguration.logRequests = configuration.accessLog
+        httpConfiguration.collectMetrics = true
         httpConfiguration.serverName = "shutterd/\(Self.version)"
         httpConfiguration.maxConnections = maxConnections
         let policy = AccessPolicy(
@@ -109,7 +112,7 @@ public final class ShutterDaemon {
             clock: clock, logger: logger.with("component", "access"))
         let server = HTTPServer(
             configuration: httpConfiguration, router: api.router(), policy: policy,
-            logger: logger.with("component", "http"), loop: loop, tls: tls)
+            logger: logger.with("component", "http"), loop: loop, tls: tls, metrics: httpMetrics)
         try server.start()
         let notifier = SystemdNotifier(environment: environment, logger: logger.with("component", "systemd"))
         if let notifier {

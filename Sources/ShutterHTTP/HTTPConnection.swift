@@ -361,8 +361,15 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func logAccess(_ entry: HTTPConnectionStateMachine.AccessLogEntry) {
-        server.accessLog.record(
-            requestID: entry.requestID, method: entry.method, target: entry.target, status: entry.status,
-            bytes: entry.bytes, startedAt: entry.startedAt)
+        if server.configuration.logRequests {
+            server.accessLog.record(
+                requestID: entry.requestID, method: entry.method, target: entry.target, status: entry.status,
+                bytes: entry.bytes, startedAt: entry.startedAt)
+        }
+        if server.configuration.collectMetrics {
+            server.metrics.record(
+                method: entry.method, route: entry.route, status: entry.status,
+                nanoseconds: server.clock.monotonicNow().nanoseconds(since: entry.startedAt))
+        }
     }
 }

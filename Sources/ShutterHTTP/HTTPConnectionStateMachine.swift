@@ -122,6 +122,8 @@ struct HTTPConnectionStateMachine {
         let requestID: UInt64
         let method: HTTPMethod
         let target: String
+        /// The route's pattern, or `unmatched` (metrics label by it).
+        let route: String
         let status: Int
         let bytes: Int
         let startedAt: MonotonicInstant
@@ -140,6 +142,8 @@ struct HTTPConnectionStateMachine {
         var response: HTTPResponse?
         /// Headers the policy adds to whatever the response is (CORS).
         var extraHeaders: HTTPHeaders = [:]
+        /// The pattern of the route that answered, or `unmatched`.
+        var route: String = HTTPMetrics.unmatchedRoute
     }
 
     /// Bytes queued for the socket: memory goes out with `sendmsg`, files with `sendfile`.
@@ -687,7 +691,7 @@ struct HTTPConnectionStateMachine {
             switch resolution {
             case .notFound: match = .notFound
             case .methodNotAllowed(let allowed): match = .methodNotAllowed(allowed: allowed)
-            case .handler(_, _, let scope): match = .handler(scope: scope)
+            case .handler(_, _, let scope, _): match = .handler(scope: scope)
             }
             switch policy.evaluate(request, path: path, route: match) {
             case .respond(let response, let loggedTarget):
@@ -712,7 +716,8 @@ struct HTTPConnectionStateMachine {
                 .methodNotAllowed, detail: "\(request.method) is not allowed on \(path); use \(allow)",
                 headers: ["Allow": allow]
             ).response()
-        case .handler(let handler, let parameters, _):
+        case .handler(let handler, let parameters, _, let route):
+            slot.route = route
             slots.append(slot)
             return .dispatch(id: id, request: request, handler: handler, parameters: parameters)
         }
@@ -771,11 +776,11 @@ struct HTTPConnectionStateMachine {
     }
 
     private func accessLogEntry(_ slot: Slot, _ response: HTTPResponse) -> Action? {
-        guard configuration.logRequests else { return nil }
+        guard configuration.logRequests || configuration.collectMetrics else { return nil }
         return .logAccess(
             AccessLogEntry(
-                requestID: slot.id, method: slot.method, target: slot.target, status: response.status.code,
-                bytes: response.body.count, startedAt: slot.startedAt))
+                requestID: slot.id, method: slot.method, target: slot.target, route: slot.route,
+                status: response.status.code, bytes: response.body.count, startedAt: slot.startedAt))
     }
 
     /// The next write, or a pull from the stream once everything before it is written.

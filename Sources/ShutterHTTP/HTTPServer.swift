@@ -23,6 +23,8 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Request lines, written in a batch once the loop has handled its events.
     let accessLog: AccessLog
     let requestIDs = HTTPRequestIDGenerator()
+    /// Requests by route and status class, with their latency, when `collectMetrics` is on.
+    public let metrics: HTTPMetrics
 
     private var listenDescriptor: Int32 = -1
     private var connections: [Int32: HTTPConnection] = [:]
@@ -66,8 +68,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// A server that will listen as `configuration` says, run on `loop`, and time everything on `clock`.
     public init(
         configuration: HTTPServerConfiguration, router: Router, policy: (any HTTPRequestPolicy)? = nil,
-        logger: Logger, loop: EventLoop, clock: any Clock = SystemClock(), tls: TLSContext? = nil
+        logger: Logger, loop: EventLoop, clock: any Clock = SystemClock(), tls: TLSContext? = nil,
+        metrics: HTTPMetrics = HTTPMetrics()
     ) {
+        self.metrics = metrics
         self.configuration = configuration
         self.tlsContext = tls
         self.router = router

@@ -26,6 +26,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var shutdownGraceMilliseconds: Int = 10_000
     /// Log one line per request (method, target, status, bytes, duration).
     public var logRequests: Bool = true
+    /// Count requests by route and status class, with their latency (`HTTPServer.metrics`).
+    public var collectMetrics: Bool = false
     /// The `Server` header.
     public var serverName: String = "shutterd"
 

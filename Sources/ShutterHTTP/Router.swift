@@ -24,7 +24,9 @@ public enum RouteHandler: Sendable {
 public struct Router: Sendable {
     /// What `resolve` found.
     public enum Resolution {
-        case handler(RouteHandler, RouteParameters, scope: AccessScope)
+        /// The handler, the values of its pattern's parameters, the scope it needs, and the
+        /// pattern itself (`GET /media/{id}.jpg`: what metrics label requests by, never the path).
+        case handler(RouteHandler, RouteParameters, scope: AccessScope, route: String)
         /// The path exists but not for this method: answer 405 with `Allow`.
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
@@ -81,7 +83,7 @@ public struct Router: Sendable {
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
             if route.method == method || (method == .head && route.method == .get) {
-                return .handler(route.handler, parameters, scope: route.scope)
+                return .handler(route.handler, parameters, scope: route.scope, route: route.pattern)
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
             if route.method == .get && !allowed.contains(.head) { allowed.append(.head) }

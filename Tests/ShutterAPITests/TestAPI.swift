@@ -49,7 +49,7 @@ struct TestAPI {
     {
         let request = HTTPRequest(method: method, target: target, headers: headers, body: body)
         guard
-            case .handler(let handler, let parameters, _) = router.resolve(
+            case .handler(let handler, let parameters, _, _) = router.resolve(
                 method: method, path: request.path ?? "")
         else { return HTTPResponse(status: .notFound) }
         do {

@@ -14,7 +14,7 @@ import Testing
     }
 
     private func parameters(_ resolution: Router.Resolution) -> RouteParameters? {
-        if case .handler(_, let parameters, _) = resolution { return parameters }
+        if case .handler(_, let parameters, _, _) = resolution { return parameters }
         return nil
     }
 
