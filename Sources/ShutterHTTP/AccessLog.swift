@@ -55,7 +55,7 @@ final class AccessLog {
 
     /// Adds the line for a request answered now.
     func record(
-        requestID: UInt64, method: HTTPMethod, target: String, status: Int, bytes: Int,
+        requestID: String, method: HTTPMethod, target: String, status: Int, bytes: Int,
         startedAt: MonotonicInstant
     ) {
         guard logger.isEnabled(.info) else { return }
@@ -77,7 +77,7 @@ final class AccessLog {
             case .request(.method):
                 LogLine.appendField(to: &buffer, style: style, key: "method", value: method.rawValue)
             case .request(.requestID):
-                LogLine.appendField(to: &buffer, style: style, key: "request_id", value: String(requestID))
+                LogLine.appendField(to: &buffer, style: style, key: "request_id", value: requestID)
             case .request(.status):
                 LogLine.appendField(to: &buffer, style: style, key: "status", value: String(status))
             case .request(.target):

@@ -275,33 +275,41 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private func dispatch(
         _ id: UInt64, _ request: HTTPRequest, _ handler: RouteHandler, _ parameters: RouteParameters
     ) {
+        // Every line logged on the request's behalf carries its id (Logger.requestID).
         switch handler {
         case .immediate(let handler):
-            let response = Self.respond(server.logger) { try handler(request, parameters) }
+            let response = Logger.$requestID.withValue(request.id) {
+                Self.respond(server.logger) { try handler(request, parameters) }
+            }
             complete(id, response)
         case .task(let handler):
-            startTask(id) { try await handler(request, parameters) }
+            startTask(id, requestID: request.id) { try await handler(request, parameters) }
         case .immediateOrTask(let immediate, let task):
-            let answer: HTTPResponse?
-            do {
-                answer = try immediate(request, parameters)
-            } catch {
-                answer = Self.errorResponse(error, server.logger)
+            let answer: HTTPResponse? = Logger.$requestID.withValue(request.id) {
+                do {
+                    return try immediate(request, parameters)
+                } catch {
+                    return Self.errorResponse(error, server.logger)
+                }
             }
             if let answer {
                 complete(id, answer)
             } else {
-                startTask(id) { try await task(request, parameters) }
+                startTask(id, requestID: request.id) { try await task(request, parameters) }
             }
         }
     }
 
     /// Runs `handler` as a Swift task and completes request `id` with its response on the loop.
-    private func startTask(_ id: UInt64, _ handler: @escaping @Sendable () async throws -> HTTPResponse) {
+    private func startTask(
+        _ id: UInt64, requestID: String, _ handler: @escaping @Sendable () async throws -> HTTPResponse
+    ) {
         let logger = server.logger
         let loop = server.loop
         Task {
-            let response = await Self.respondAsync(logger) { try await handler() }
+            let response = await Logger.$requestID.withValue(requestID) {
+                await Self.respondAsync(logger) { try await handler() }
+            }
             loop.execute { self.complete(id, response) }
         }
     }

@@ -119,7 +119,7 @@ struct HTTPConnectionStateMachine {
 
     /// One access-log line's fields.
     struct AccessLogEntry {
-        let requestID: UInt64
+        let requestID: String
         let method: HTTPMethod
         let target: String
         /// The route's pattern, or `unmatched` (metrics label by it).
@@ -144,6 +144,11 @@ struct HTTPConnectionStateMachine {
         var extraHeaders: HTTPHeaders = [:]
         /// The pattern of the route that answered, or `unmatched`.
         var route: String = HTTPMetrics.unmatchedRoute
+        /// The id a trusted client gave (`X-Request-Id`), used instead of ours.
+        var clientRequestID: String?
+
+        /// The id the response and the logs carry.
+        var requestID: String { clientRequestID ?? String(id) }
     }
 
     /// Bytes queued for the socket: memory goes out with `sendmsg`, files with `sendfile`.
@@ -679,6 +684,8 @@ struct HTTPConnectionStateMachine {
         var slot = Slot(
             id: id, method: request.method, target: request.target, version: request.version,
             keepAlive: keepAlive, startedAt: startedAt, interim: false, response: nil)
+        slot.clientRequestID = Self.trustedRequestID(request, peer: peer)
+        request.id = slot.requestID
         guard let path = request.path else {
             slot.response = HTTPError(.badRequest, detail: "the request path has an invalid percent-encoding")
                 .response()
@@ -725,6 +732,20 @@ struct HTTPConnectionStateMachine {
         return nil
     }
 
+    /// The client's `X-Request-Id`, kept when it comes from this machine (a reverse proxy or a
+    /// script beside the daemon, which can trace a request through its logs and ours) and is a
+    /// short token that cannot break a header or a log line; nil otherwise.
+    static func trustedRequestID(_ request: HTTPRequest, peer: PeerAddress?) -> String? {
+        guard peer?.isLoopback == true, let value = request.headers["X-Request-Id"],
+            (1...64).contains(value.utf8.count),
+            value.utf8.allSatisfy({ byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D
+                    || byte == 0x2E || byte == 0x5F || byte == 0x3A
+            })
+        else { return nil }
+        return value
+    }
+
     /// Serializes every response that is next in order and ready; returns an access-log line
     /// as it goes (the rest are queued on the next calls).
     private mutating func queueReadyResponses() -> Action? {
@@ -741,7 +762,7 @@ struct HTTPConnectionStateMachine {
             let keepAlive = first.keepAlive && !isLast && !response.body.isStream
             let head = HTTPResponseHead.serialize(
                 response, version: first.version, keepAlive: keepAlive, date: dateCache.current(),
-                server: configuration.serverName, requestID: first.id)
+                server: configuration.serverName, requestID: first.requestID)
             outgoing.append(.bytes(head, offset: 0))
             let code = response.status.code
             if first.method != .head && code >= 200 && code != 204 && code != 304 {
@@ -779,7 +800,7 @@ struct HTTPConnectionStateMachine {
         guard configuration.logRequests || configuration.collectMetrics else { return nil }
         return .logAccess(
             AccessLogEntry(
-                requestID: slot.id, method: slot.method, target: slot.target, route: slot.route,
+                requestID: slot.requestID, method: slot.method, target: slot.target, route: slot.route,
                 status: response.status.code, bytes: response.body.count, startedAt: slot.startedAt))
     }
 

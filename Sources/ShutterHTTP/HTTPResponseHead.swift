@@ -6,7 +6,7 @@ enum HTTPResponseHead {
     /// added as the framing requires.
     static func serialize(
         _ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool, date: String, server: String,
-        requestID: UInt64
+        requestID: String
     ) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
         head.reserveCapacity(256)

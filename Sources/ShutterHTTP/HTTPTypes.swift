@@ -88,6 +88,9 @@ public struct HTTPRequest: Sendable {
     /// The client's address, set by the server when it dispatches the request (nil in tests that
     /// build requests by hand).
     public var peer: PeerAddress?
+    /// The id of this request in the response's `X-Request-Id` and in the logs (set by the
+    /// server when it dispatches the request; empty in requests built by hand).
+    public var id: String = ""
 
     public init(
         method: HTTPMethod, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:],

@@ -31,6 +31,10 @@ public struct Logger: Sendable {
     public var logLevel: Level
     /// Key-value pairs attached to every line from this logger.
     public var metadata: [String: String]
+    /// The id of the HTTP request being handled, set by the server around each handler: every
+    /// line logged on its behalf, in any module and on the catalog's thread too, carries it as
+    /// `request_id`, like the request's access log line.
+    @TaskLocal public static var requestID: String?
     /// Text or JSON, with or without journald priorities.
     public let style: LogStyle
     private let sink: any Sink
@@ -62,7 +66,8 @@ public struct Logger: Sendable {
         LogLine.appendStart(to: &line, style: style, level: level)
         line += LogLine.timestamp(millisecondsSince1970: SystemClock().wallMillisecondsNow())
         LogLine.appendHead(to: &line, style: style, level: level, label: label, message: message())
-        let extra = metadata()
+        var extra = metadata()
+        if let requestID = Self.requestID, extra["request_id"] == nil { extra["request_id"] = requestID }
         for (key, value) in self.metadata.merging(extra, uniquingKeysWith: { $1 }).sorted(by: {
             $0.key < $1.key
         }) {

@@ -20,7 +20,7 @@ import Testing
         let started = clock.monotonicNow()
         clock.advance(by: 1_234_567)
         log.record(
-            requestID: 7, method: .get, target: "/library?limit=50", status: 200, bytes: 1234,
+            requestID: "7", method: .get, target: "/library?limit=50", status: 200, bytes: 1234,
             startedAt: started)
         log.flush()
         #expect(
@@ -33,7 +33,7 @@ import Testing
         let fromAccessLog = RecordingLogSink()
         let log = makeLog(fromAccessLog)
         log.record(
-            requestID: 9, method: .post, target: "/snap", status: 201, bytes: 0,
+            requestID: "9", method: .post, target: "/snap", status: 201, bytes: 0,
             startedAt: clock.monotonicNow())
         log.flush()
         let fromLogger = RecordingLogSink()
@@ -53,7 +53,7 @@ import Testing
         let log = makeLog(sink)
         for id in 1...50 {
             log.record(
-                requestID: UInt64(id), method: .get, target: "/healthz", status: 200, bytes: 16,
+                requestID: String(id), method: .get, target: "/healthz", status: 200, bytes: 16,
                 startedAt: clock.monotonicNow())
         }
         #expect(sink.lines.isEmpty)
@@ -70,7 +70,7 @@ import Testing
         let longTarget = "/" + String(repeating: "x", count: 4000)
         for id in 1...20 {
             log.record(
-                requestID: UInt64(id), method: .get, target: longTarget, status: 404, bytes: 80,
+                requestID: String(id), method: .get, target: longTarget, status: 404, bytes: 80,
                 startedAt: clock.monotonicNow())
         }
         #expect(sink.writes == 1, "64 KiB reached after 16 lines of 4 KiB")
@@ -81,7 +81,7 @@ import Testing
         let sink = RecordingLogSink()
         let log = makeLog(sink, level: .warning)
         log.record(
-            requestID: 1, method: .get, target: "/", status: 200, bytes: 1, startedAt: clock.monotonicNow())
+            requestID: "1", method: .get, target: "/", status: 200, bytes: 1, startedAt: clock.monotonicNow())
         log.flush()
         #expect(sink.writes == 0)
     }

@@ -65,7 +65,8 @@ private final class EmbeddedConnection {
 
     init(
         router: Router, clock: ManualClock = ManualClock(), readSize: Int = 64, tls: Bool = false,
-        policy: (any HTTPRequestPolicy)? = nil, configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+        policy: (any HTTPRequestPolicy)? = nil, peer: PeerAddress? = nil,
+        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
     ) {
         self.readSize = readSize
         var configuration = HTTPServerConfiguration()
@@ -76,7 +77,7 @@ private final class EmbeddedConnection {
             configuration: configuration, router: router, policy: policy,
             dateCache: HTTPDateCache(clock: clock),
             requestIDs: HTTPRequestIDGenerator(), readBufferSize: readSize, now: clock.monotonicNow(),
-            tls: tls)
+            peer: peer, tls: tls)
     }
 
     var now: MonotonicInstant { clock.monotonicNow() }
@@ -525,6 +526,23 @@ extension String {
         // The refused request never reached its handler; the rewritten one ran as `/hello`.
         #expect(connection.dispatched.map(\.target) == ["/hello"])
         #expect(connection.accessLog.map(\.target) == ["/hello?deny", "/hello", "/nowhere"])
+    }
+
+    @Test func aRequestIdFromThisMachineIsKeptAndAnyOtherReplaced() throws {
+        let withID = "GET /hello HTTP/1.1\r\nHost: t\r\nX-Request-Id: proxy-7.a_b:c\r\n\r\n"
+        let local = EmbeddedConnection(
+            router: try TestRoutes().router, peer: PeerAddress(host: "127.0.0.1", isLoopback: true)
+        ) { $0.logRequests = true }
+        local.receive(withID + "GET /hello HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad id\r\n\r\n")
+        let answers = local.takeWritten()
+        #expect(answers.contains("X-Request-Id: proxy-7.a_b:c\r\n"))
+        // Not a token: ours instead (the second request's id is 2).
+        #expect(answers.contains("X-Request-Id: 2\r\n") && !answers.contains("bad id"))
+        #expect(local.accessLog.map(\.requestID) == ["proxy-7.a_b:c", "2"])
+        let remote = EmbeddedConnection(
+            router: try TestRoutes().router, peer: PeerAddress(host: "192.0.2.1", isLoopback: false))
+        remote.receive(withID)
+        #expect(remote.takeWritten().contains("X-Request-Id: 1\r\n"))
     }
 
     // MARK: Closing

@@ -33,6 +33,20 @@ import Testing
         #expect(line(LogStyle(format: .json, journalPriorities: true), .notice).hasPrefix(#"<5>{"ts":"#))
     }
 
+    @Test func linesLoggedForARequestCarryItsId() async {
+        let sink = RecordingLogSink()
+        let logger = Logger(label: "shutterd", level: .info, sink: sink)
+        await Logger.$requestID.withValue("r-42") {
+            logger.info("stored")
+            await Task.yield()
+            logger.info("again", ["request_id": "explicit"])
+        }
+        logger.info("outside")
+        #expect(sink.lines[0].hasSuffix("info shutterd: stored request_id=r-42"))
+        #expect(sink.lines[1].hasSuffix("request_id=explicit"))
+        #expect(!sink.lines[2].contains("request_id"))
+    }
+
     @Test func stderrIsTheJournalOnlyWhenItsDeviceAndInodeMatch() {
         #expect(!LogStyle.stderrIsJournal(environment: [:]))
         #expect(!LogStyle.stderrIsJournal(environment: ["JOURNAL_STREAM": "1:2"]))

@@ -55,3 +55,21 @@ def test_under_the_journal_each_line_starts_with_its_priority(tmp_path):
     assert any(line.startswith("<5>") and "listening" in line for line in lines), lines
     assert any(line.startswith("<3>") and "camera failed" in line for line in lines), lines
     assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines
+
+
+def test_a_request_id_follows_the_request_into_the_catalogs_log_lines(make_daemon):
+    d = make_daemon(["--log-format", "json", "--size", "320x240", "--retention-max-pictures", "1",
+                     "--retention-min-age-s", "0"])
+    assert d.request("POST", "/snap", headers={"X-Request-Id": "trace-1"})[1]["x-request-id"] == "trace-1"
+    status, headers, _ = d.request("POST", "/snap", headers={"X-Request-Id": "trace-2"})
+    assert status == 201 and headers["x-request-id"] == "trace-2"
+    deadline = time.monotonic() + 5
+    while True:
+        records = [json.loads(line) for line in d.log_lines]
+        removed = [r for r in records if r["msg"] == "retention removed pictures"]
+        if removed or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    # The catalog's thread logged it, on the second snap's behalf.
+    assert removed and removed[0]["request_id"] == "trace-2", records
+    assert removed[0]["component"] == "catalog"
