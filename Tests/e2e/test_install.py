@@ -38,6 +38,10 @@ def test_a_staged_install_and_its_removal(tmp_path):
     (tmp_path / "verify" / "shutterd.service").write_text(unit.replace("/usr/local/bin/shutterd", str(binary)))
     verify = run("systemd-analyze", "verify", str(tmp_path / "verify" / "shutterd.service"))
     assert verify.returncode == 0 and verify.stderr == "", verify.stderr
+    # The sandbox: systemd's own exposure score for the unit (0 is locked down, 10 is open).
+    security = run("systemd-analyze", "security", "--offline=true", str(tmp_path / "verify" / "shutterd.service"))
+    score = float(re.search(r"Overall exposure level for shutterd.service: ([0-9.]+)", security.stdout).group(1))
+    assert score <= 2.0, security.stdout
     assert (root / "etc/shutterd.json").read_text() == open(os.path.join(REPOSITORY, "config/shutterd.json")).read()
     # The man page says what --help says: every option is in both.
     page = root / "usr/local/share/man/man8/shutterd.8"
