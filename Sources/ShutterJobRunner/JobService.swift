@@ -230,9 +230,12 @@ public actor JobService {
         do {
             let frame = try await camera.frame(
                 capturedAtOrAfter: notBefore, timeoutMilliseconds: frameTimeoutMilliseconds)
+            // The job's label goes with each of its pictures, so `GET /library?label=` finds them.
+            let label = schedules[id]?.spec.label.flatMap { $0.isEmpty ? nil : $0 }
             try await catalog.add(
-                jpeg: frame.jpeg, takenAt: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                source: camera.cameraName, jobID: id)
+                jpeg: frame.jpeg, takenAt: frame.wallMilliseconds,
+                width: frame.width, height: frame.height,
+                source: camera.cameraName, jobID: id, label: label)
             lastCaptured[id] = frame.capturedAt
             schedules[id]?.shotSucceeded(index: index)
         } catch {
