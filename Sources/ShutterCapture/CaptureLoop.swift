@@ -70,6 +70,7 @@ final class CaptureLoop: @unchecked Sendable {
         do {
             try source.start()
             shared.name = source.name
+            shared.driver = source.driverName
             shared.mode = source.mode
             shared.pixelFormat = source.pixelFormatName
             let mode = source.mode

@@ -17,17 +17,25 @@ public actor CaptureService {
     private var stopping: Task<Void, Never>?
     /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
     public nonisolated var cameraName: String { shared.name }
+    /// The camera's driver (`uvcvideo`; `Shutter` for the test pattern), for the pictures' EXIF `Make`.
+    public nonisolated var cameraDriver: String { shared.driver }
+    /// The program and version written as each stored picture's EXIF `Software`.
+    public nonisolated let software: String
 
     /// `idleAfterMilliseconds` > 0 closes the camera after that long with nobody waiting for a
     /// frame and no job active; the next request opens it again (with its warm-up). Every wait
     /// (reopening, idling, a frame's timeout) is measured on `clock`.
     public init(
         source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000,
-        idleAfterMilliseconds: Int = 0, clock: any Clock = SystemClock(), logger: Logger
+        idleAfterMilliseconds: Int = 0, clock: any Clock = SystemClock(), software: String = "shutterd",
+        logger: Logger
     ) throws {
         let shared = CaptureShared(
-            name: source.name, mode: source.mode, pixelFormat: source.pixelFormatName, clock: clock)
+            name: source.name, driver: source.driverName, mode: source.mode,
+            pixelFormat: source.pixelFormatName,
+            clock: clock)
         self.shared = shared
+        self.software = software
         loop = CaptureLoop(
             source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
             reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000,

@@ -11,6 +11,8 @@ public protocol JobCamera: Sendable {
     func keepAwake(_ awake: Bool)
     /// The camera's name, stored as each picture's source.
     var cameraName: String { get }
+    /// The file to store for `frame`: its JPEG with the EXIF block (time, camera, `label`).
+    func storedPicture(of frame: EncodedFrame, label: String?) -> [UInt8]
 }
 
 extension CaptureService: JobCamera {}
