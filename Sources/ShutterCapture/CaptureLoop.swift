@@ -20,6 +20,13 @@ final class CaptureLoop: @unchecked Sendable {
     private var lastNoSignal: (at: MonotonicInstant, reason: CaptureError)?
     /// The source's own drop counters, if it keeps any (looked up once, not per frame).
     private let dropCounting: (any FrameDropCounting)?
+    /// How YUV frames are turned before the encode; nil for the identity, so the default
+    /// configuration does not even test it per frame beyond this optional.
+    private let orientation: Orientation?
+    /// Turns camera JPEGs; nil for the identity, which keeps MJPEG byte-exact passthrough.
+    private let jpegTransformer: JPEGTransformer?
+    /// Whether the log has said that frames are being re-encoded to turn them (said once).
+    private var reportedReencoding = false
 
     /// How often the "no signal" frame is redrawn while the camera is gone (its clock advances,
     /// so live viewers see the daemon is alive).
@@ -27,8 +34,11 @@ final class CaptureLoop: @unchecked Sendable {
 
     init(
         source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
-        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, clock: any Clock, logger: Logger
-    ) {
+        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, orientation: Orientation = .identity,
+        clock: any Clock, logger: Logger
+    ) throws {
+        self.orientation = orientation.isIdentity ? nil : orientation
+        self.jpegTransformer = orientation.isIdentity ? nil : try JPEGTransformer(orientation: orientation)
         self.idleAfterNanoseconds = idleAfterNanoseconds
         self.source = source
         self.dropCounting = source as? any FrameDropCounting
@@ -71,7 +81,9 @@ final class CaptureLoop: @unchecked Sendable {
             try source.start()
             shared.name = source.name
             shared.driver = source.driverName
-            shared.mode = source.mode
+            // Everything downstream (records, /status, the page, the preview's sizes) sees the
+            // picture as turned.
+            shared.mode = orientation?.mode(source.mode) ?? source.mode
             shared.pixelFormat = source.pixelFormatName
             let mode = source.mode
             if lastFailure != nil {
@@ -123,22 +135,45 @@ final class CaptureLoop: @unchecked Sendable {
                 guard shared.exchange.wantsFrame() else { continue }
                 let start = clock.monotonicNow()
                 let jpeg: [UInt8]
+                var (width, height) = (frame.width, frame.height)
                 switch frame.image {
-                case .jpeg(let bytes): jpeg = bytes
-                case .yuv(let image): jpeg = try encoder.encode(image)
+                case .jpeg(let bytes):
+                    if let jpegTransformer {
+                        (jpeg, width, height) = try jpegTransformer.transform(bytes, encoder: encoder)
+                        reportReencodingOnce(jpegTransformer)
+                    } else {
+                        jpeg = bytes
+                    }
+                case .yuv(let image):
+                    if let orientation {
+                        let turned = orientation.apply(to: image)
+                        (width, height) = (turned.width, turned.height)
+                        jpeg = try encoder.encode(turned)
+                    } else {
+                        jpeg = try encoder.encode(image)
+                    }
                 }
                 shared.counters.encoded.add(1, ordering: .relaxed)
                 shared.exchange.publish(
                     EncodedFrame(
                         sequence: frame.sequence, capturedAt: frame.capturedAt,
-                        wallMilliseconds: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                        jpeg: jpeg, encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
+                        wallMilliseconds: frame.wallMilliseconds, width: width, height: height, jpeg: jpeg,
+                        encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start)))
             } catch {
                 failed(error)
                 return .failed
             }
         }
         return .stopping
+    }
+
+    /// Says once that JPEG frames are turned by re-encoding (their size is not whole MCUs).
+    private func reportReencodingOnce(_ transformer: JPEGTransformer) {
+        guard !reportedReencoding, transformer.reencodedFrames > 0 else { return }
+        reportedReencoding = true
+        logger.notice(
+            "camera frames are not whole JPEG blocks: turning them by decode and re-encode, not losslessly",
+            ["camera": source.name, "orientation": transformer.orientation.description])
     }
 
     /// Waits, with the camera closed, until a frame or a command is wanted, a job starts, or

@@ -27,20 +27,20 @@ public actor CaptureService {
     /// (reopening, idling, a frame's timeout) is measured on `clock`.
     public init(
         source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000,
-        idleAfterMilliseconds: Int = 0, clock: any Clock = SystemClock(), software: String = "shutterd",
-        logger: Logger
+        idleAfterMilliseconds: Int = 0, orientation: Orientation = .identity,
+        clock: any Clock = SystemClock(),
+        software: String = "shutterd", logger: Logger
     ) throws {
         let shared = CaptureShared(
-            name: source.name, driver: source.driverName, mode: source.mode,
-            pixelFormat: source.pixelFormatName,
-            clock: clock)
+            name: source.name, driver: source.driverName, mode: orientation.mode(source.mode),
+            pixelFormat: source.pixelFormatName, clock: clock)
         self.shared = shared
         self.software = software
-        loop = CaptureLoop(
+        loop = try CaptureLoop(
             source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
             reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000,
-            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, clock: clock,
-            logger: logger)
+            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, orientation: orientation,
+            clock: clock, logger: logger)
     }
 
     /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).

@@ -1,3 +1,4 @@
+import ShutterCamera
 import ShutterHTTP
 import ShutterSystem
 
@@ -17,6 +18,10 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var height = 720
     public var fps = 30
     public var quality = 85
+    /// Degrees clockwise pictures and the preview are turned: 0, 90, 180 or 270.
+    public var rotate = 0
+    /// The mirror applied after `rotate`.
+    public var flip = Orientation.Flip.none
     public var logLevel = Logger.Level.info
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
@@ -288,5 +293,5 @@ extension ConfigurationKey {
                 "the most shots one interval or burst job may ask for (its count, or what until or duration imply)",
                 range: 1...10_000_000,
                 \.maxJobShots),
-        ] + accessKeys
+        ] + accessKeys + overlayKeys
 }

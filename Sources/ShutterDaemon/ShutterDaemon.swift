@@ -58,7 +58,9 @@ public final class ShutterDaemon {
         let capture = try CaptureService(
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
             reopenIntervalMilliseconds: configuration.reopenIntervalMilliseconds,
-            idleAfterMilliseconds: configuration.idleAfterSeconds * 1000, clock: clock,
+            idleAfterMilliseconds: configuration.idleAfterSeconds * 1000,
+            orientation: configuration.orientation,
+            clock: clock,
             software: "shutterd \(Self.version)", logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }
         stopInReverse.append { blockingAwait { await capture.stop() } }
