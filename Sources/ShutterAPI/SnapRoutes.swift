@@ -36,7 +36,7 @@ struct SnapRoutes: Sendable {
         }
         let framed = clock.monotonicNow()
         let record = try await catalog.add(
-            jpeg: capture.storedPicture(of: frame, label: options.label), takenAt: frame.wallMilliseconds,
+            jpeg: try capture.storedPicture(of: frame, label: options.label), takenAt: frame.wallMilliseconds,
             width: frame.width, height: frame.height,
             source: capture.cameraName, label: options.label)
         let stored = clock.monotonicNow()

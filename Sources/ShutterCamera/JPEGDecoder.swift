@@ -21,6 +21,41 @@ public enum JPEGDecoder {
         return (header.width, header.height, subsampling)
     }
 
+    /// Decodes `jpeg` to planar Y'CbCr in its own subsampling (full range, as JFIF stores it),
+    /// for drawing on it without an RGB round trip. Throws for a subsampling other than 4:2:0
+    /// and 4:2:2, which `YUVImage` does not have.
+    public static func decodeYUV(_ jpeg: [UInt8]) throws -> YUVImage {
+        let handle = try makeHandle()
+        defer { tjDestroy(handle) }
+        let header = try readHeader(jpeg, handle: handle)
+        let subsampling: ChromaSubsampling
+        switch header.subsampling {
+        case Int32(TJSAMP_420.rawValue): subsampling = .yuv420
+        case Int32(TJSAMP_422.rawValue): subsampling = .yuv422
+        default:
+            throw JPEGError(
+                call: "JPEGDecoder.decodeYUV",
+                message: "subsampling \(header.subsampling) is not 4:2:0 or 4:2:2")
+        }
+        var image = YUVImage(width: header.width, height: header.height, subsampling: subsampling)
+        image.isFullRange = true
+        let g = image.geometry
+        var strides: [Int32] = [Int32(g.width), Int32(g.chromaWidth), Int32(g.chromaWidth)]
+        let result = jpeg.withUnsafeBufferPointer { source in
+            image.bytes.withUnsafeMutableBufferPointer { planes in
+                var destinations: [UnsafeMutablePointer<UInt8>?] = [
+                    planes.baseAddress, planes.baseAddress! + g.cbOffset, planes.baseAddress! + g.crOffset,
+                ]
+                return tjDecompressToYUVPlanes(
+                    handle, source.baseAddress, UInt(source.count), &destinations, Int32(header.width),
+                    &strides,
+                    Int32(header.height), 0)
+            }
+        }
+        guard result == 0 else { throw JPEGError(call: "tjDecompressToYUVPlanes", handle: handle) }
+        return image
+    }
+
     /// Decodes `jpeg` to packed RGB, 3 bytes per pixel, rows top to bottom.
     public static func decodeRGB(_ jpeg: [UInt8]) throws -> (width: Int, height: Int, pixels: [UInt8]) {
         let handle = try makeHandle()

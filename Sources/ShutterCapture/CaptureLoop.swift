@@ -27,6 +27,13 @@ final class CaptureLoop: @unchecked Sendable {
     private let jpegTransformer: JPEGTransformer?
     /// Whether the log has said that frames are being re-encoded to turn them (said once).
     private var reportedReencoding = false
+    /// The burned-in text, when it is on for either target; nil by default.
+    private let overlay: CaptureOverlay?
+    /// Draws the preview's text on every frame published, once for all viewers; nil unless the
+    /// overlay is on for the preview.
+    private let previewRenderer: TextOverlay?
+    /// Why the preview's text was last left off a frame (logged once until it changes).
+    private var lastOverlayFailure: String?
 
     /// How often the "no signal" frame is redrawn while the camera is gone (its clock advances,
     /// so live viewers see the daemon is alive).
@@ -35,8 +42,16 @@ final class CaptureLoop: @unchecked Sendable {
     init(
         source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
         reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, orientation: Orientation = .identity,
-        clock: any Clock, logger: Logger
+        overlay: CaptureOverlay? = nil, clock: any Clock, logger: Logger
     ) throws {
+        self.overlay = overlay
+        self.previewRenderer =
+            overlay?.onPreview == true
+            ? TextOverlay(style: overlay!.style) { reason in
+                logger.warning(
+                    "overlay font cannot be read: drawing the preview's text with the built-in font",
+                    ["reason": reason])
+            } : nil
         self.orientation = orientation.isIdentity ? nil : orientation
         self.jpegTransformer = orientation.isIdentity ? nil : try JPEGTransformer(orientation: orientation)
         self.idleAfterNanoseconds = idleAfterNanoseconds
@@ -134,6 +149,10 @@ final class CaptureLoop: @unchecked Sendable {
                 if shared.exchange.failure != nil { shared.exchange.clearFailure() }
                 guard shared.exchange.wantsFrame() else { continue }
                 let start = clock.monotonicNow()
+                if let overlay {
+                    try publishWithOverlay(frame, overlay: overlay, start: start)
+                    continue
+                }
                 let jpeg: [UInt8]
                 var (width, height) = (frame.width, frame.height)
                 switch frame.image {
@@ -165,6 +184,79 @@ final class CaptureLoop: @unchecked Sendable {
             }
         }
         return .stopping
+    }
+
+    /// Publishes `frame` with the burned-in text where it is on: drawn into the Y'CbCr planes
+    /// before the encode (an MJPEG frame is decoded to its planes first, and turned there), once
+    /// per frame whoever watches. When only stored pictures carry the text, MJPEG stays
+    /// passthrough here and the frame as captured goes along for the store path to draw on.
+    private func publishWithOverlay(_ frame: RawFrame, overlay: CaptureOverlay, start: MonotonicInstant)
+        throws
+    {
+        var image: YUVImage?
+        var jpeg: [UInt8]?
+        var pictureSourceJPEG: [UInt8]?
+        var (width, height) = (frame.width, frame.height)
+        switch frame.image {
+        case .yuv(let captured):
+            image = orientation?.apply(to: captured) ?? captured
+        case .jpeg(let bytes):
+            if previewRenderer != nil {
+                do {
+                    let decoded = try JPEGDecoder.decodeYUV(bytes)
+                    image = orientation?.apply(to: decoded) ?? decoded
+                } catch {
+                    reportOverlayFailure(error)
+                }
+            }
+            if image == nil {
+                if let jpegTransformer {
+                    (jpeg, width, height) = try jpegTransformer.transform(bytes, encoder: encoder)
+                    reportReencodingOnce(jpegTransformer)
+                } else {
+                    jpeg = bytes
+                }
+            }
+        }
+        if let plain = image { (width, height) = (plain.width, plain.height) }
+        if image != nil, case .jpeg(let bytes) = frame.image, overlay.picturesNeedTheFrameAsCaptured,
+            !overlay.onPictures
+        {
+            // Preview-only text on an MJPEG camera: pictures keep the camera's bytes (turned
+            // losslessly when asked), never a decode and re-encode.
+            pictureSourceJPEG =
+                try jpegTransformer.map { try $0.transform(bytes, encoder: encoder).jpeg } ?? bytes
+        }
+        let pictureSource: RawImage? =
+            overlay.picturesNeedTheFrameAsCaptured
+            ? (pictureSourceJPEG.map { .jpeg($0) } ?? image.map { .yuv($0) } ?? jpeg.map { .jpeg($0) }) : nil
+        if var drawn = image {
+            if let previewRenderer {
+                let fields = OverlayTemplate.Fields(
+                    wallMilliseconds: frame.wallMilliseconds, camera: source.name, frame: frame.sequence,
+                    width: width, height: height)
+                previewRenderer.draw(overlay.template.expand(fields, utc: overlay.utc), into: &drawn)
+            }
+            jpeg = try encoder.encode(drawn)
+        }
+        shared.counters.encoded.add(1, ordering: .relaxed)
+        shared.exchange.publish(
+            EncodedFrame(
+                sequence: frame.sequence, capturedAt: frame.capturedAt,
+                wallMilliseconds: frame.wallMilliseconds,
+                width: width, height: height, jpeg: jpeg ?? [],
+                encodeNanoseconds: clock.monotonicNow().nanoseconds(since: start),
+                pictureSource: pictureSource))
+    }
+
+    /// Logs, once until the reason changes, why a frame went out without the preview's text.
+    private func reportOverlayFailure(_ error: any Error) {
+        let reason = String(describing: error)
+        guard reason != lastOverlayFailure else { return }
+        lastOverlayFailure = reason
+        logger.warning(
+            "cannot draw the overlay on this camera's frames: passing them on without it",
+            ["camera": source.name, "error": reason])
     }
 
     /// Says once that JPEG frames are turned by re-encoding (their size is not whole MCUs).

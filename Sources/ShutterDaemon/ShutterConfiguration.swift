@@ -22,6 +22,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var rotate = 0
     /// The mirror applied after `rotate`.
     public var flip = Orientation.Flip.none
+    /// The burned-in text and how it looks (`overlay_*`).
+    public var overlay = OverlaySettings()
     public var logLevel = Logger.Level.info
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000

@@ -59,7 +59,7 @@ public final class ShutterDaemon {
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
             reopenIntervalMilliseconds: configuration.reopenIntervalMilliseconds,
             idleAfterMilliseconds: configuration.idleAfterSeconds * 1000,
-            orientation: configuration.orientation,
+            orientation: configuration.orientation, overlay: configuration.overlay.captureOverlay,
             clock: clock,
             software: "shutterd \(Self.version)", logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }

@@ -233,7 +233,8 @@ public actor JobService {
             // The job's label goes with each of its pictures, so `GET /library?label=` finds them.
             let label = schedules[id]?.spec.label.flatMap { $0.isEmpty ? nil : $0 }
             try await catalog.add(
-                jpeg: camera.storedPicture(of: frame, label: label), takenAt: frame.wallMilliseconds,
+                jpeg: try camera.storedPicture(of: frame, label: label, jobID: id),
+                takenAt: frame.wallMilliseconds,
                 width: frame.width, height: frame.height,
                 source: camera.cameraName, jobID: id, label: label)
             lastCaptured[id] = frame.capturedAt

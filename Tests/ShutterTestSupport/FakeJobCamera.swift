@@ -34,7 +34,7 @@ public final class FakeJobCamera: JobCamera {
     }
 
     /// The frame's JPEG with the EXIF block the real camera writes, made by `Shutter`.
-    public func storedPicture(of frame: EncodedFrame, label: String?) -> [UInt8] {
+    public func storedPicture(of frame: EncodedFrame, label: String?, jobID: Int64?) -> [UInt8] {
         frame.storedPicture(label: label, make: "Shutter", model: cameraName, software: "shutterd test")
     }
 
