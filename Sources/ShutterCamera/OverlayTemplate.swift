@@ -17,13 +17,19 @@ public struct OverlayTemplate: Sendable, Equatable {
     public struct Fields: Sendable {
         /// Capture time, UTC milliseconds since 1970.
         public var wallMilliseconds: Int64
+        /// `{camera}`: the camera's name.
         public var camera: String
+        /// `{label}`: the picture's label; nil on the preview and for pictures without one.
         public var label: String?
+        /// `{frame}`: the camera's frame number.
         public var frame: UInt64
+        /// `{job}`: the job that took the picture; nil on the preview and for snaps.
         public var job: Int64?
+        /// `{width}` and `{height}`: the picture's size, as turned.
         public var width: Int
         public var height: Int
 
+        /// The fields of one frame or picture.
         public init(
             wallMilliseconds: Int64, camera: String, label: String? = nil, frame: UInt64, job: Int64? = nil,
             width: Int, height: Int

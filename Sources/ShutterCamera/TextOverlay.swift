@@ -15,6 +15,7 @@ public final class TextOverlay {
 
     /// How the text looks: all of it from the configuration.
     public struct Style: Sendable, Equatable {
+        /// Where the box goes.
         public var position: Position
         /// Text height in pixels; 0 scales it with the picture (a 30th of its height, at least 10).
         public var pixelSize: Int
@@ -27,6 +28,8 @@ public final class TextOverlay {
         /// The font file (FreeType); the built-in font when it cannot be read.
         public var fontPath: String
 
+        /// The defaults: white DejaVu Sans Mono a 30th of the picture high, bottom-left, on a black
+        /// box of opacity 160.
         public init(
             position: Position = .bottomLeft, pixelSize: Int = 0, color: RGB = .white, boxColor: RGB = .black,
             boxOpacity: Int = 160, fontPath: String = OverlayFont.defaultPath
@@ -47,13 +50,17 @@ public final class TextOverlay {
 
     /// An sRGB colour, parsed from `#RRGGBB` or `RRGGBB`.
     public struct RGB: Sendable, Equatable, CustomStringConvertible {
+        /// The channels, 0 to 255.
         public var red: UInt8
         public var green: UInt8
         public var blue: UInt8
 
+        /// `#ffffff`.
         public static let white = RGB(red: 255, green: 255, blue: 255)
+        /// `#000000`.
         public static let black = RGB(red: 0, green: 0, blue: 0)
 
+        /// A colour from its channels.
         public init(red: UInt8, green: UInt8, blue: UInt8) {
             self.red = red
             self.green = green
@@ -67,6 +74,7 @@ public final class TextOverlay {
             self.init(red: UInt8(value >> 16), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
         }
 
+        /// `#rrggbb`.
         public var description: String {
             let digits = Array("0123456789abcdef")
             return "#"

@@ -15,6 +15,7 @@ public struct CaptureOverlay: Sendable {
     /// Drawn on the live preview.
     public var onPreview: Bool
 
+    /// An overlay drawn on the targets marked true.
     public init(
         template: OverlayTemplate, style: TextOverlay.Style, utc: Bool, onPictures: Bool, onPreview: Bool
     ) {

@@ -7,12 +7,14 @@ public struct OverlaySettings: Sendable, Equatable {
     public var text = ""
     /// Whether stored pictures and the preview carry it.
     public var onPictures = true
+    /// See `onPictures`.
     public var onPreview = true
     /// Times in UTC instead of local time.
     public var utc = false
     /// Position, size, colours, box and font.
     public var style = TextOverlay.Style()
 
+    /// No text, both targets, local time, the default look.
     public init() {}
 
     /// The capture service's overlay, or nil when there is no text or no target.
