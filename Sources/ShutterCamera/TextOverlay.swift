@@ -147,19 +147,35 @@ public final class TextOverlay {
     /// Draws `lines` into `image`: the box, then each glyph's coverage; clipped to the image.
     public func draw(_ lines: [String], into image: inout YUVImage) {
         guard !lines.isEmpty else { return }
-        let font = font(forPictureHeight: image.height)
-        let box = box(for: lines, width: image.width, height: image.height)
-        let padding = max(2, font.pixelSize / 4)
         let g = image.geometry
-        let text = style.color.ycbcr(fullRange: image.isFullRange)
-        let boxColor = style.boxColor.ycbcr(fullRange: image.isFullRange)
+        let fullRange = image.isFullRange
+        image.bytes.withUnsafeMutableBufferPointer { buffer in
+            draw(lines, planes: buffer.baseAddress!, geometry: g, fullRange: fullRange)
+        }
+    }
+
+    /// Draws `lines` into full-range planes laid out as `image`'s (what `JPEGEncoder.encode(_:drawing:)`
+    /// hands over), without touching `image` itself.
+    public func draw(_ lines: [String], intoPlanes planes: UnsafeMutablePointer<UInt8>, of image: YUVImage) {
+        guard !lines.isEmpty else { return }
+        draw(lines, planes: planes, geometry: image.geometry, fullRange: true)
+    }
+
+    private func draw(
+        _ lines: [String], planes base: UnsafeMutablePointer<UInt8>, geometry g: YUVImage.Geometry,
+        fullRange: Bool
+    ) {
+        let font = font(forPictureHeight: g.height)
+        let box = box(for: lines, width: g.width, height: g.height)
+        let padding = max(2, font.pixelSize / 4)
+        let text = style.color.ycbcr(fullRange: fullRange)
+        let boxColor = style.boxColor.ycbcr(fullRange: fullRange)
         let opacity = max(0, min(255, style.boxOpacity))
         // Grey text on a grey box leaves the chroma alone: the common case touches only Y.
         let neutral =
             Int(text.cb) == 128 && Int(text.cr) == 128
             && (opacity == 0 || (boxColor.cb == 128 && boxColor.cr == 128))
-        image.bytes.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
+        do {
             if opacity > 0 {
                 Self.blendRectangle(
                     base, g, x: box.x, y: box.y, width: box.width, height: box.height, color: boxColor,

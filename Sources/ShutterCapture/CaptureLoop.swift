@@ -230,14 +230,18 @@ final class CaptureLoop: @unchecked Sendable {
         let pictureSource: RawImage? =
             overlay.picturesNeedTheFrameAsCaptured
             ? (pictureSourceJPEG.map { .jpeg($0) } ?? image.map { .yuv($0) } ?? jpeg.map { .jpeg($0) }) : nil
-        if var drawn = image {
+        if let plain = image {
             if let previewRenderer {
                 let fields = OverlayTemplate.Fields(
                     wallMilliseconds: frame.wallMilliseconds, camera: source.name, frame: frame.sequence,
                     width: width, height: height)
-                previewRenderer.draw(overlay.template.expand(fields, utc: overlay.utc), into: &drawn)
+                let lines = overlay.template.expand(fields, utc: overlay.utc)
+                // Drawn in the encoder's buffer: the frame itself (which the camera's decoder and
+                // the picture path may still hold) is never copied on write.
+                jpeg = try encoder.encode(plain) { previewRenderer.draw(lines, intoPlanes: $0, of: plain) }
+            } else {
+                jpeg = try encoder.encode(plain)
             }
-            jpeg = try encoder.encode(drawn)
         }
         shared.counters.encoded.add(1, ordering: .relaxed)
         shared.exchange.publish(

@@ -97,6 +97,23 @@ struct TextOverlayTests {
         #expect(Self.compare(before, after, box: box).outsideUnchanged)
     }
 
+    /// The capture loop draws in the encoder's buffer: the same JPEG as drawing on a copy, and
+    /// the frame (which its camera still holds) untouched.
+    @Test func drawingInTheEncodersBufferMatchesDrawingOnACopy() throws {
+        var frame = Self.grey(subsampling: .yuv422)
+        frame.isFullRange = true
+        let original = frame.bytes
+        let overlay = TextOverlay(style: .init(pixelSize: 16, color: TextOverlay.RGB(hex: "#ffcc00")!))
+        let encoder = try JPEGEncoder(quality: 90)
+        var copy = frame
+        overlay.draw(["12:34:56.789"], into: &copy)
+        let expected = try encoder.encode(copy)
+        let drawn = try encoder.encode(frame) { overlay.draw(["12:34:56.789"], intoPlanes: $0, of: frame) }
+        #expect(drawn == expected)
+        #expect(frame.bytes == original)
+        #expect(try encoder.encode(frame) != drawn)
+    }
+
     @Test func coloursConvertToBT601() {
         #expect(TextOverlay.RGB.white.ycbcr(fullRange: false) == (235, 128, 128))
         #expect(TextOverlay.RGB.black.ycbcr(fullRange: false) == (16, 128, 128))

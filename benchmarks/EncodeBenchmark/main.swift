@@ -126,11 +126,13 @@ while clock.monotonicNow().nanoseconds(since: start) < budget {
     _ = yuyv.withUnsafeBytes {
         PixelConversion.convertYUYV($0, bytesPerLine: width * 2, into: &planar, fullRange: true)
     }
-    if overlay != nil {
-        // The capture loop draws on its own copy of the frame (the decoder keeps its canvas).
-        var drawn = planar
-        drawOverlay(into: &drawn, frame: frames)
-        bytes = try encoder.encode(drawn).count
+    if let template, let overlay {
+        // As the capture loop does: drawn in the encoder's buffer, the frame left as it is.
+        let fields = OverlayTemplate.Fields(
+            wallMilliseconds: 1_700_000_000_000 + Int64(frames) * 33, camera: "bench", frame: UInt64(frames),
+            width: width, height: height)
+        let lines = template.expand(fields, utc: false)
+        bytes = try encoder.encode(planar) { overlay.draw(lines, intoPlanes: $0, of: planar) }.count
     } else {
         bytes = try encoder.encode(planar).count
     }
