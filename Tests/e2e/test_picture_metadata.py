@@ -3,10 +3,13 @@ and the EXIF block read back with exiftool (libimage-exiftool-perl), matching th
 
 import datetime
 import hashlib
+import io
 import json
 import subprocess
 import time
 import urllib.parse
+
+from PIL import Image
 
 from emucam import emucam_env
 from test_v4l2_camera import camera_daemon, camera_frames, without_exif
@@ -40,6 +43,13 @@ def assert_exif_matches(jpeg, record, offset, make, model, version):
         assert "ImageDescription" not in tags
     else:
         assert tags["ImageDescription"] == record["label"]
+    # Pillow reads the same block (IFD0 tags, then the Exif IFD by its pointer).
+    with Image.open(io.BytesIO(jpeg)) as picture:
+        ifd0 = picture.getexif()
+        exif_ifd = ifd0.get_ifd(0x8769)
+    assert ifd0[0x010F] == make and ifd0[0x0110] == model and ifd0[0x0112] == 1
+    assert exif_ifd[0x9003] == tags["DateTimeOriginal"] and exif_ifd[0x9011] == tags["OffsetTimeOriginal"]
+    assert ifd0.get(0x010E) == record["label"]
 
 
 def test_a_snaps_label_is_stored_filtered_and_written_into_its_exif(make_daemon):
