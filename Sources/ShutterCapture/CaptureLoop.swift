@@ -34,6 +34,8 @@ final class CaptureLoop: @unchecked Sendable {
     private let previewRenderer: TextOverlay?
     /// Why the preview's text was last left off a frame (logged once until it changes).
     private var lastOverlayFailure: String?
+    /// Decodes an MJPEG camera's frames for the preview's text; nil unless that text is on.
+    private let planarDecoder: JPEGDecoder.PlanarDecoder?
 
     /// How often the "no signal" frame is redrawn while the camera is gone (its clock advances,
     /// so live viewers see the daemon is alive).
@@ -52,6 +54,7 @@ final class CaptureLoop: @unchecked Sendable {
                     "overlay font cannot be read: drawing the preview's text with the built-in font",
                     ["reason": reason])
             } : nil
+        self.planarDecoder = overlay?.onPreview == true ? try JPEGDecoder.PlanarDecoder() : nil
         self.orientation = orientation.isIdentity ? nil : orientation
         self.jpegTransformer = orientation.isIdentity ? nil : try JPEGTransformer(orientation: orientation)
         self.idleAfterNanoseconds = idleAfterNanoseconds
@@ -201,9 +204,9 @@ final class CaptureLoop: @unchecked Sendable {
         case .yuv(let captured):
             image = orientation?.apply(to: captured) ?? captured
         case .jpeg(let bytes):
-            if previewRenderer != nil {
+            if let planarDecoder {
                 do {
-                    let decoded = try JPEGDecoder.decodeYUV(bytes)
+                    let decoded = try planarDecoder.decode(bytes)
                     image = orientation?.apply(to: decoded) ?? decoded
                 } catch {
                     reportOverlayFailure(error)

@@ -105,13 +105,22 @@ if let path = option("--mjpeg-overlay") ?? option("--transform") {
     let transformer = try option("--transform", 2).flatMap { Int($0) }.flatMap {
         Orientation(rotation: $0, flip: .none)
     }.map { try JPEGTransformer(orientation: $0) }
+    let planarDecoder = try JPEGDecoder.PlanarDecoder()
     while clock.monotonicNow().nanoseconds(since: start) < budget {
         if let transformer {
             bytes = try transformer.transform(jpeg, encoder: encoder).jpeg.count
         } else {
-            var image = try JPEGDecoder.decodeYUV(jpeg)
-            drawOverlay(into: &image, frame: frames)
-            bytes = try encoder.encode(image).count
+            // As the capture loop does: one decompressor kept, the text drawn in the encoder's buffer.
+            let image = try planarDecoder.decode(jpeg)
+            if let template, let overlay {
+                let lines = template.expand(
+                    OverlayTemplate.Fields(
+                        wallMilliseconds: 1_700_000_000_000 + Int64(frames) * 33, camera: "bench",
+                        frame: UInt64(frames), width: image.width, height: image.height), utc: false)
+                bytes = try encoder.encode(image) { overlay.draw(lines, intoPlanes: $0, of: image) }.count
+            } else {
+                bytes = try encoder.encode(image).count
+            }
         }
         frames += 1
     }
