@@ -18,7 +18,8 @@ import PackageDescription
 //   ShutterJobs       job specs and schedules: pure state machines on an injected clock
 //   ShutterCatalog    the picture catalog: SQLite and the media directory, on a thread of its own
 //   ShutterCamera     camera sources (V4L2, test pattern), JPEG encode and decode, MJPEG repair,
-//                     pixel conversion
+//                     pixel conversion, and what is drawn on or written into a picture: rotation,
+//                     the burned-in text (FreeType), the EXIF block
 //   ShutterHTTP       the epoll event loop, the HTTP/1.1 server and its state machines, the router,
 //                     and the connection transports (plain TCP, TLS with OpenSSL's libssl)
 //   ShutterSystem     the OS layer: the one syscall wrapper, the clock seam, threads, the logger, SHA-256
@@ -46,6 +47,10 @@ let package = Package(
         .systemLibrary(
             name: "CV4LConvert", pkgConfig: "libv4lconvert",
             providers: [.apt(["libv4l-dev"])]),
+        // Renders the burned-in text's glyphs (anti-aliased coverage) from a real font file.
+        .systemLibrary(
+            name: "CFreeType", pkgConfig: "freetype2",
+            providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -65,7 +70,7 @@ let package = Package(
         .target(
             name: "ShutterCamera",
             dependencies: [
-                "ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2", "CV4LConvert",
+                "ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2", "CV4LConvert", "CFreeType",
             ]),
         .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
         .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),

@@ -35,6 +35,7 @@ Needs: swift build -c release --product shutterd, ustreamer, gcc, libturbojpeg0-
 import argparse
 import json
 import os
+import shlex
 import signal
 import socket
 import ssl
@@ -52,6 +53,8 @@ from emucam import emucam_env  # noqa: E402
 SHUTTERD = os.path.join(ROOT, ".build/release/shutterd")
 CLIENT_SOURCE = os.path.join(ROOT, "benchmarks", "mjpeg_viewers.c")
 CLIENT = os.path.join(ROOT, ".build", "bench", "mjpeg_viewers")
+# Extra options for shutterd (--shutterd-args), such as an overlay to measure.
+SHUTTERD_ARGS = []
 SIZE, FPS = "1280x720", 30
 
 
@@ -113,7 +116,7 @@ class Server:
             self.data = tempfile.mkdtemp(prefix="shutter-bench-preview-")
             args = [SHUTTERD, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data,
                     "--camera", "/dev/video0", "--size", SIZE, "--fps", str(FPS),
-                    "--camera-formats", "mjpeg", "--access-log", "false"]
+                    "--camera-formats", "mjpeg", "--access-log", "false", *SHUTTERD_ARGS]
             if name == "shutterd-https":
                 cert, key = make_certificate(self.data)
                 args += ["--tls-cert", cert, "--tls-key", key]
@@ -256,7 +259,10 @@ def main():
                         help="runs of each pair, alternating which server goes first; CPU pooled, ranges shown")
     parser.add_argument("--json", help="also write every result here")
     parser.add_argument("--shutterd", default=SHUTTERD, help="the daemon to measure (default: %(default)s)")
+    parser.add_argument("--shutterd-args", default="",
+                        help="more options for shutterd, e.g. \"--overlay-text '%%H:%%M:%%S' --overlay-on preview\"")
     args = parser.parse_args()
+    SHUTTERD_ARGS[:] = shlex.split(args.shutterd_args)
     servers = args.servers.split(",")
     build_client()
     SHUTTERD = args.shutterd

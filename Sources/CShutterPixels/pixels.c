@@ -92,3 +92,26 @@ void cshutter_yuyv_to_planar422(
         }
     }
 }
+
+void cshutter_plane_transform(
+    const uint8_t *source, ptrdiff_t start, ptrdiff_t step_x, ptrdiff_t step_y, uint8_t *destination, int width,
+    int height, int sample_size) {
+    if (sample_size == 1) {
+        for (int y = 0; y < height; y++) {
+            const uint8_t *in = source + start + (ptrdiff_t)y * step_y;
+            uint8_t *out = destination + (size_t)y * (size_t)width;
+            // A flip keeps step_x at +-1: contiguous reads the compiler can vectorise; a quarter
+            // turn walks a column, one read per row of the source.
+            for (int x = 0; x < width; x++) out[x] = in[(ptrdiff_t)x * step_x];
+        }
+        return;
+    }
+    for (int y = 0; y < height; y++) {
+        const uint8_t *in = source + (start + (ptrdiff_t)y * step_y) * sample_size;
+        uint8_t *out = destination + (size_t)y * (size_t)width * (size_t)sample_size;
+        for (int x = 0; x < width; x++) {
+            const uint8_t *sample = in + (ptrdiff_t)x * step_x * sample_size;
+            for (int byte = 0; byte < sample_size; byte++) out[x * sample_size + byte] = sample[byte];
+        }
+    }
+}

@@ -23,12 +23,19 @@ struct LibraryRoutes: Sendable {
     }
 
     /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken;
-    /// `job=` lists that job's pictures, in the order taken.
+    /// `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
+    /// (exactly), newest first like the whole listing.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job"])
+        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
         let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
         let before = try query.integer("before", in: 1...Int64.max)
         let job = try query.integer("job", in: 1...Int64.max)
+        let label = try query.text("label")
+        if let label, label.isEmpty || label.utf8.count > SnapOptions.maximumLabelBytes {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail: "label must be 1 to \(SnapOptions.maximumLabelBytes) bytes long")
+        }
         // A job's pictures read in the order taken, so its listing pages forward from the start.
         let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
 
@@ -40,7 +47,8 @@ struct LibraryRoutes: Sendable {
         {
             return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
         }
-        let page = try await catalog.page(before: before, after: after, limit: Int(limit), jobID: job)
+        let page = try await catalog.page(
+            before: before, after: after, limit: Int(limit), jobID: job, label: label)
         var items = "["
         for (index, record) in page.items.enumerated() {
             if index > 0 { items += "," }
@@ -54,6 +62,7 @@ struct LibraryRoutes: Sendable {
             var link = after != nil ? "/library?after=\(last.id)" : "/library?before=\(last.id)"
             if let before, after != nil { link += "&before=\(before)" }
             if let job { link += "&job=\(job)" }
+            if let label { link += "&label=\(PercentEncoding.encodeQueryValue(label))" }
             next = link + "&limit=\(limit)"
         }
         object.field("next", next)

@@ -17,6 +17,7 @@ extension MediaRecord {
         object.field("source", source)
         object.field("job_id", jobID)
         object.field("keep", keep)
+        object.field("label", label)
         object.field("url", mediaURL)
         return object.finished()
     }

@@ -38,7 +38,7 @@ struct SnapRoutes: Sendable {
         let arrived = clock.monotonicNow()
         let options = try SnapOptions(request)
         if let delay = options.delaySeconds {
-            return try await delayedSnap(delaySeconds: delay, wait: options.wait)
+            return try await delayedSnap(delaySeconds: delay, wait: options.wait, label: options.label)
         }
         let frame: EncodedFrame
         if let maxAge = options.maxAgeMilliseconds {
@@ -51,8 +51,9 @@ struct SnapRoutes: Sendable {
         }
         let framed = clock.monotonicNow()
         let record = try await catalog.add(
-            jpeg: frame.jpeg, takenAt: frame.wallMilliseconds, width: frame.width, height: frame.height,
-            source: capture.cameraName)
+            jpeg: try capture.storedPicture(of: frame, label: options.label), takenAt: frame.wallMilliseconds,
+            width: frame.width, height: frame.height,
+            source: capture.cameraName, label: options.label)
         let stored = clock.monotonicNow()
         let waited = framed.nanoseconds(since: arrived).subtractingReportingOverflow(frame.encodeNanoseconds)
             .partialValue
@@ -67,9 +68,11 @@ struct SnapRoutes: Sendable {
     }
 
     /// A delayed job, answered 202 at once, or with `wait` 201 with its picture once taken.
-    func delayedSnap(delaySeconds: Double, wait: Bool) async throws -> HTTPResponse {
+    /// The label becomes the job's, which its picture then carries.
+    func delayedSnap(delaySeconds: Double, wait: Bool, label: String?) async throws -> HTTPResponse {
         // Through the jobs parser, so a bad delay gets the same sentence as in `POST /jobs`.
-        let body = #"{"kind":"delayed","delay":\#(delaySeconds)}"#
+        let labelField = label.map { #","label":"# + JSONString.quote($0) } ?? ""
+        let body = #"{"kind":"delayed","delay":\#(delaySeconds)\#(labelField)}"#
         let snapshot = try await jobs.start(try JobSpec.parse(json: Array(body.utf8)))
         let id = snapshot.record.id
         guard wait else {

@@ -7,6 +7,9 @@ import ShutterSystem
 public protocol CameraSource: AnyObject {
     /// A name for logs and the API, such as `"test-pattern"` or the V4L2 card name.
     var name: String { get }
+    /// Who makes the frames, for the pictures' EXIF `Make`: the V4L2 driver (`uvcvideo`), or
+    /// `Shutter` for a source that renders its own.
+    var driverName: String { get }
     /// The negotiated size and rate; valid after `start()`.
     var mode: CameraMode { get }
     /// The pixel format frames arrive in, such as `"mjpeg"` or `"yuyv"`; valid after `start()`.
@@ -65,6 +68,9 @@ public enum CameraError: Error, CustomStringConvertible, Equatable, Sendable {
 extension CameraSource {
     /// Sources that render their own frames deliver planar 4:2:0.
     public var pixelFormatName: String { "yuv420" }
+
+    /// Sources that render their own frames are made by Shutter.
+    public var driverName: String { "Shutter" }
 
     /// Nothing to interrupt: the wait ends by itself soon enough.
     public func interruptWait() {}

@@ -21,6 +21,67 @@ public enum JPEGDecoder {
         return (header.width, header.height, subsampling)
     }
 
+    /// Decodes `jpeg` to planar Y'CbCr in its own subsampling (full range, as JFIF stores it),
+    /// for drawing on it without an RGB round trip. Throws for a subsampling other than 4:2:0
+    /// and 4:2:2, which `YUVImage` does not have.
+    public static func decodeYUV(_ jpeg: [UInt8]) throws -> YUVImage {
+        try PlanarDecoder().decode(jpeg)
+    }
+
+    /// Decodes JPEGs to planar Y'CbCr with one decompressor kept for every call, for the
+    /// capture thread's per-frame use (the static methods make one per call).
+    ///
+    /// Not Sendable: the handle belongs to one thread.
+    public final class PlanarDecoder {
+        private let handle: tjhandle
+
+        /// A decoder with its own TurboJPEG decompressor.
+        public init() throws {
+            handle = try JPEGDecoder.makeHandle()
+        }
+
+        deinit {
+            tjDestroy(handle)
+        }
+
+        /// `jpeg` as planar Y'CbCr (see `JPEGDecoder.decodeYUV`).
+        public func decode(_ jpeg: [UInt8]) throws -> YUVImage {
+            let header = try JPEGDecoder.readHeader(jpeg, handle: handle)
+            let subsampling: ChromaSubsampling
+            switch header.subsampling {
+            case Int32(TJSAMP_420.rawValue): subsampling = .yuv420
+            case Int32(TJSAMP_422.rawValue): subsampling = .yuv422
+            default:
+                throw JPEGError(
+                    call: "JPEGDecoder.decodeYUV",
+                    message: "subsampling \(header.subsampling) is not 4:2:0 or 4:2:2")
+            }
+            let g = YUVImage.Geometry(width: header.width, height: header.height, subsampling: subsampling)
+            let byteCount = YUVImage.byteCount(
+                width: header.width, height: header.height, subsampling: subsampling)
+            var strides: [Int32] = [Int32(g.width), Int32(g.chromaWidth), Int32(g.chromaWidth)]
+            var result: Int32 = 0
+            // Every byte is written by the decode, so the planes need no filling first.
+            let bytes = [UInt8](unsafeUninitializedCapacity: byteCount) { planes, initialized in
+                var destinations: [UnsafeMutablePointer<UInt8>?] = [
+                    planes.baseAddress, planes.baseAddress! + g.cbOffset, planes.baseAddress! + g.crOffset,
+                ]
+                result = jpeg.withUnsafeBufferPointer { source in
+                    tjDecompressToYUVPlanes(
+                        handle, source.baseAddress, UInt(source.count), &destinations, Int32(header.width),
+                        &strides, Int32(header.height), 0)
+                }
+                if result != 0 { planes.initialize(repeating: 0) }
+                initialized = byteCount
+            }
+            guard result == 0 else { throw JPEGError(call: "tjDecompressToYUVPlanes", handle: handle) }
+            var image = YUVImage(
+                width: header.width, height: header.height, subsampling: subsampling, bytes: bytes)
+            image.isFullRange = true
+            return image
+        }
+    }
+
     /// Decodes `jpeg` to packed RGB, 3 bytes per pixel, rows top to bottom.
     public static func decodeRGB(_ jpeg: [UInt8]) throws -> (width: Int, height: Int, pixels: [UInt8]) {
         let handle = try makeHandle()
@@ -84,12 +145,12 @@ public enum JPEGDecoder {
         return best
     }
 
-    private static func makeHandle() throws -> tjhandle {
+    fileprivate static func makeHandle() throws -> tjhandle {
         guard let handle = tjInitDecompress() else { throw JPEGError(call: "tjInitDecompress", handle: nil) }
         return handle
     }
 
-    private static func readHeader(_ jpeg: [UInt8], handle: tjhandle) throws -> (
+    fileprivate static func readHeader(_ jpeg: [UInt8], handle: tjhandle) throws -> (
         width: Int, height: Int, subsampling: Int32
     ) {
         guard !jpeg.isEmpty else { throw JPEGError(call: "tjDecompressHeader3", message: "empty input") }

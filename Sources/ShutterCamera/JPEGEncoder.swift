@@ -32,6 +32,15 @@ public final class JPEGEncoder {
 
     /// Compresses `image` (BT.601 limited range, 4:2:0 or 4:2:2) to a JPEG file with the same subsampling.
     public func encode(_ image: YUVImage) throws -> [UInt8] {
+        try encode(image, drawing: nil)
+    }
+
+    /// Compresses `image` with `drawing` done on the full-range planes first, in the encoder's
+    /// own reused buffer: the frame is copied there (or expanded into it, which copies anyway),
+    /// never copied on write, so drawing on a frame its source still holds costs one `memcpy`
+    /// into memory already mapped, not a new 1.8 MB array per frame.
+    public func encode(_ image: YUVImage, drawing: ((UnsafeMutablePointer<UInt8>) -> Void)?) throws -> [UInt8]
+    {
         try Self.validate(quality: quality)
         let g = image.geometry
         let byteCount = g.crOffset + g.chromaWidth * g.chromaHeight
@@ -61,6 +70,14 @@ public final class JPEGEncoder {
             }
             output = buffer
             outputCapacity = needed
+        }
+        if let drawing {
+            let planes =
+                image.isFullRange
+                ? copyToFullRangeBuffer(image, byteCount: byteCount)
+                : expandToFullRange(image, byteCount: byteCount)
+            drawing(planes)
+            return try compress(planes, image: image, width: width, height: height, subsampling: subsampling)
         }
         if image.isFullRange {
             return try image.bytes.withUnsafeBufferPointer { source in
@@ -131,12 +148,7 @@ public final class JPEGEncoder {
     /// plane up to whole chroma samples, and those extra reads land in the next plane
     /// rather than past the buffer.
     private func expandToFullRange(_ image: YUVImage, byteCount: Int) -> UnsafeMutablePointer<UInt8> {
-        if byteCount > fullRangeCapacity {
-            fullRange?.deallocate()
-            fullRange = .allocate(capacity: byteCount)
-            fullRangeCapacity = byteCount
-        }
-        let destination = fullRange!
+        let destination = fullRangeBuffer(byteCount: byteCount)
         let lumaCount = image.geometry.cbOffset
         image.bytes.withUnsafeBufferPointer { source in
             let source = source.baseAddress!
@@ -144,6 +156,23 @@ public final class JPEGEncoder {
             for i in lumaCount..<byteCount { destination[i] = Self.fullRangeChroma(source[i]) }
         }
         return destination
+    }
+
+    /// Copies `image`, already full range, into the reused buffer and returns it.
+    private func copyToFullRangeBuffer(_ image: YUVImage, byteCount: Int) -> UnsafeMutablePointer<UInt8> {
+        let destination = fullRangeBuffer(byteCount: byteCount)
+        image.bytes.withUnsafeBufferPointer { destination.update(from: $0.baseAddress!, count: byteCount) }
+        return destination
+    }
+
+    /// The reused full-range buffer, at least `byteCount` long.
+    private func fullRangeBuffer(byteCount: Int) -> UnsafeMutablePointer<UInt8> {
+        if byteCount > fullRangeCapacity {
+            fullRange?.deallocate()
+            fullRange = .allocate(capacity: byteCount)
+            fullRangeCapacity = byteCount
+        }
+        return fullRange!
     }
 
     // JFIF (ITU-T T.871 section 7) stores full-range Y'CbCr, 0...255, and every decoder reads

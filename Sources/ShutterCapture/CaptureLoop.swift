@@ -20,6 +20,22 @@ final class CaptureLoop: @unchecked Sendable {
     private var lastNoSignal: (at: MonotonicInstant, reason: CaptureError)?
     /// The source's own drop counters, if it keeps any (looked up once, not per frame).
     private let dropCounting: (any FrameDropCounting)?
+    /// How YUV frames are turned before the encode; nil for the identity, so the default
+    /// configuration does not even test it per frame beyond this optional.
+    private let orientation: Orientation?
+    /// Turns camera JPEGs; nil for the identity, which keeps MJPEG byte-exact passthrough.
+    private let jpegTransformer: JPEGTransformer?
+    /// Whether the log has said that frames are being re-encoded to turn them (said once).
+    private var reportedReencoding = false
+    /// The burned-in text, when it is on for either target; nil by default.
+    private let overlay: CaptureOverlay?
+    /// Draws the preview's text on every frame published, once for all viewers; nil unless the
+    /// overlay is on for the preview.
+    private let previewRenderer: TextOverlay?
+    /// Why the preview's text was last left off a frame (logged once until it changes).
+    private var lastOverlayFailure: String?
+    /// Decodes an MJPEG camera's frames for the preview's text; nil unless that text is on.
+    private let planarDecoder: JPEGDecoder.PlanarDecoder?
 
     /// How often the "no signal" frame is redrawn while the camera is gone (its clock advances,
     /// so live viewers see the daemon is alive).
@@ -27,8 +43,20 @@ final class CaptureLoop: @unchecked Sendable {
 
     init(
         source: any CameraSource, encoder: JPEGEncoder, shared: CaptureShared,
-        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, clock: any Clock, logger: Logger
-    ) {
+        reopenIntervalNanoseconds: UInt64, idleAfterNanoseconds: UInt64, orientation: Orientation = .identity,
+        overlay: CaptureOverlay? = nil, clock: any Clock, logger: Logger
+    ) throws {
+        self.overlay = overlay
+        self.previewRenderer =
+            overlay?.onPreview == true
+            ? TextOverlay(style: overlay!.style) { reason in
+                logger.warning(
+                    "overlay font cannot be read: drawing the preview's text with the built-in font",
+                    ["reason": reason])
+            } : nil
+        self.planarDecoder = overlay?.onPreview == true ? try JPEGDecoder.PlanarDecoder() : nil
+        self.orientation = orientation.isIdentity ? nil : orientation
+        self.jpegTransformer = orientation.isIdentity ? nil : try JPEGTransformer(orientation: orientation)
         self.idleAfterNanoseconds = idleAfterNanoseconds
         self.source = source
         self.dropCounting = source as? any FrameDropCounting
@@ -70,7 +98,10 @@ final class CaptureLoop: @unchecked Sendable {
         do {
             try source.start()
             shared.name = source.name
-            shared.mode = source.mode
+            shared.driver = source.driverName
+            // Everything downstream (records, /status, the page, the preview's sizes) sees the
+            // picture as turned.
+            shared.mode = orientation?.mode(source.mode) ?? source.mode
             shared.pixelFormat = source.pixelFormatName
             let mode = source.mode
             if lastFailure != nil {
@@ -121,10 +152,28 @@ final class CaptureLoop: @unchecked Sendable {
                 if shared.exchange.failure != nil { shared.exchange.clearFailure() }
                 guard shared.exchange.wantsFrame() else { continue }
                 let start = clock.monotonicNow()
+                if let overlay {
+                    try publishWithOverlay(frame, overlay: overlay, start: start)
+                    continue
+                }
                 let jpeg: [UInt8]
+                var (width, height) = (frame.width, frame.height)
                 switch frame.image {
-                case .jpeg(let bytes): jpeg = bytes
-                case .yuv(let image): jpeg = try encoder.encode(image)
+                case .jpeg(let bytes):
+                    if let jpegTransformer {
+                        (jpeg, width, height) = try jpegTransformer.transform(bytes, encoder: encoder)
+                        reportReencodingOnce(jpegTransformer)
+                    } else {
+                        jpeg = bytes
+                    }
+                case .yuv(let image):
+                    if let orientation {
+                        let turned = orientation.apply(to: image)
+                        (width, height) = (turned.width, turned.height)
+                        jpeg = try encoder.encode(turned)
+                    } else {
+                        jpeg = try encoder.encode(image)
+                    }
                 }
                 shared.counters.encoded.add(1, ordering: .relaxed)
                 let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: start)
@@ -134,14 +183,102 @@ final class CaptureLoop: @unchecked Sendable {
                 shared.exchange.publish(
                     EncodedFrame(
                         sequence: frame.sequence, capturedAt: frame.capturedAt,
-                        wallMilliseconds: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                        jpeg: jpeg, encodeNanoseconds: encodeNanoseconds))
+                        wallMilliseconds: frame.wallMilliseconds, width: width, height: height, jpeg: jpeg,
+                        encodeNanoseconds: encodeNanoseconds))
             } catch {
                 failed(error)
                 return .failed
             }
         }
         return .stopping
+    }
+
+    /// Publishes `frame` with the burned-in text where it is on: drawn into the Y'CbCr planes
+    /// before the encode (an MJPEG frame is decoded to its planes first, and turned there), once
+    /// per frame whoever watches. When only stored pictures carry the text, MJPEG stays
+    /// passthrough here and the frame as captured goes along for the store path to draw on.
+    private func publishWithOverlay(_ frame: RawFrame, overlay: CaptureOverlay, start: MonotonicInstant)
+        throws
+    {
+        var image: YUVImage?
+        var jpeg: [UInt8]?
+        var pictureSourceJPEG: [UInt8]?
+        var (width, height) = (frame.width, frame.height)
+        switch frame.image {
+        case .yuv(let captured):
+            image = orientation?.apply(to: captured) ?? captured
+        case .jpeg(let bytes):
+            if let planarDecoder {
+                do {
+                    let decoded = try planarDecoder.decode(bytes)
+                    image = orientation?.apply(to: decoded) ?? decoded
+                } catch {
+                    reportOverlayFailure(error)
+                }
+            }
+            if image == nil {
+                if let jpegTransformer {
+                    (jpeg, width, height) = try jpegTransformer.transform(bytes, encoder: encoder)
+                    reportReencodingOnce(jpegTransformer)
+                } else {
+                    jpeg = bytes
+                }
+            }
+        }
+        if let plain = image { (width, height) = (plain.width, plain.height) }
+        if image != nil, jpegTransformer == nil, case .jpeg(let bytes) = frame.image,
+            overlay.picturesNeedTheFrameAsCaptured, !overlay.onPictures
+        {
+            // Preview-only text on an MJPEG camera: pictures keep the camera's bytes, never a
+            // decode and re-encode. Turned, they take the planes already decoded and turned for
+            // the preview instead, encoded only if a picture is stored: turning every frame
+            // losslessly (about 11 ms at 1280x720) for pictures nobody may take would cost more.
+            pictureSourceJPEG = bytes
+        }
+        let pictureSource: RawImage? =
+            overlay.picturesNeedTheFrameAsCaptured
+            ? (pictureSourceJPEG.map { .jpeg($0) } ?? image.map { .yuv($0) } ?? jpeg.map { .jpeg($0) }) : nil
+        if let plain = image {
+            if let previewRenderer {
+                let fields = OverlayTemplate.Fields(
+                    wallMilliseconds: frame.wallMilliseconds, camera: source.name, frame: frame.sequence,
+                    width: width, height: height)
+                let lines = overlay.template.expand(fields, utc: overlay.utc)
+                // Drawn in the encoder's buffer: the frame itself (which the camera's decoder and
+                // the picture path may still hold) is never copied on write.
+                jpeg = try encoder.encode(plain) { previewRenderer.draw(lines, intoPlanes: $0, of: plain) }
+            } else {
+                jpeg = try encoder.encode(plain)
+            }
+        }
+        shared.counters.encoded.add(1, ordering: .relaxed)
+        let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: start)
+        if image != nil { shared.counters.encodeTime.observe(nanoseconds: encodeNanoseconds) }
+        shared.exchange.publish(
+            EncodedFrame(
+                sequence: frame.sequence, capturedAt: frame.capturedAt,
+                wallMilliseconds: frame.wallMilliseconds,
+                width: width, height: height, jpeg: jpeg ?? [],
+                encodeNanoseconds: encodeNanoseconds, pictureSource: pictureSource))
+    }
+
+    /// Logs, once until the reason changes, why a frame went out without the preview's text.
+    private func reportOverlayFailure(_ error: any Error) {
+        let reason = String(describing: error)
+        guard reason != lastOverlayFailure else { return }
+        lastOverlayFailure = reason
+        logger.warning(
+            "cannot draw the overlay on this camera's frames: passing them on without it",
+            ["camera": source.name, "error": reason])
+    }
+
+    /// Says once that JPEG frames are turned by re-encoding (their size is not whole MCUs).
+    private func reportReencodingOnce(_ transformer: JPEGTransformer) {
+        guard !reportedReencoding, transformer.reencodedFrames > 0 else { return }
+        reportedReencoding = true
+        logger.notice(
+            "camera frames are not whole JPEG blocks: turning them by decode and re-encode, not losslessly",
+            ["camera": source.name, "orientation": transformer.orientation.description])
     }
 
     /// Waits, with the camera closed, until a frame or a command is wanted, a job starts, or

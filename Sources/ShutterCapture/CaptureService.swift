@@ -17,22 +17,44 @@ public actor CaptureService {
     private var stopping: Task<Void, Never>?
     /// The camera's name (a V4L2 camera's card name once it has been opened, its path before).
     public nonisolated var cameraName: String { shared.name }
+    /// The camera's driver (`uvcvideo`; `Shutter` for the test pattern), for the pictures' EXIF `Make`.
+    public nonisolated var cameraDriver: String { shared.driver }
+    /// The program and version written as each stored picture's EXIF `Software`.
+    public nonisolated let software: String
+    /// The burned-in text, if any (`storedPicture` draws it on pictures when it is theirs to draw).
+    nonisolated let overlay: CaptureOverlay?
+    /// Draws stored pictures' text; nil unless pictures draw their own.
+    nonisolated let pictureRenderer: PictureOverlayRenderer?
+    /// The JPEG quality of pictures drawn at store time, the capture path's own.
+    nonisolated let quality: Int
 
     /// `idleAfterMilliseconds` > 0 closes the camera after that long with nobody waiting for a
     /// frame and no job active; the next request opens it again (with its warm-up). Every wait
     /// (reopening, idling, a frame's timeout) is measured on `clock`.
     public init(
         source: sending any CameraSource, quality: Int, reopenIntervalMilliseconds: Int = 1000,
-        idleAfterMilliseconds: Int = 0, clock: any Clock = SystemClock(), logger: Logger
+        idleAfterMilliseconds: Int = 0, orientation: Orientation = .identity, overlay: CaptureOverlay? = nil,
+        clock: any Clock = SystemClock(), software: String = "shutterd", logger: Logger
     ) throws {
+        self.overlay = overlay
+        self.quality = quality
+        pictureRenderer =
+            overlay?.picturesDrawTheirOwn == true
+            ? PictureOverlayRenderer(style: overlay!.style) { reason in
+                logger.warning(
+                    "overlay font cannot be read: drawing pictures' text with the built-in font",
+                    ["reason": reason])
+            } : nil
         let shared = CaptureShared(
-            name: source.name, mode: source.mode, pixelFormat: source.pixelFormatName, clock: clock)
+            name: source.name, driver: source.driverName, mode: orientation.mode(source.mode),
+            pixelFormat: source.pixelFormatName, clock: clock)
         self.shared = shared
-        loop = CaptureLoop(
+        self.software = software
+        loop = try CaptureLoop(
             source: source, encoder: try JPEGEncoder(quality: quality), shared: shared,
             reopenIntervalNanoseconds: UInt64(reopenIntervalMilliseconds) * 1_000_000,
-            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, clock: clock,
-            logger: logger)
+            idleAfterNanoseconds: UInt64(max(0, idleAfterMilliseconds)) * 1_000_000, orientation: orientation,
+            overlay: overlay, clock: clock, logger: logger)
     }
 
     /// Starts the capture thread, which opens the camera (and keeps trying if it cannot).

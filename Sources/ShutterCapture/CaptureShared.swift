@@ -17,16 +17,25 @@ final class CaptureShared: Sendable {
     let keepAwake = Atomic<Bool>(false)
     // Guards the negotiated mode (written by the capture thread after each open) and the
     // command queue (filled by request tasks, drained by the capture thread between frames).
-    private let state: LockedValue<(name: String, mode: CameraMode, pixelFormat: String, commands: [Command])>
+    private let state:
+        LockedValue<
+            (name: String, driver: String, mode: CameraMode, pixelFormat: String, commands: [Command])
+        >
 
-    init(name: String, mode: CameraMode, pixelFormat: String, clock: any Clock) {
-        state = LockedValue((name, mode, pixelFormat, []))
+    init(name: String, driver: String, mode: CameraMode, pixelFormat: String, clock: any Clock) {
+        state = LockedValue((name, driver, mode, pixelFormat, []))
         exchange = FrameExchange(clock: clock, demand: wakeup)
     }
 
     var name: String {
         get { state.withLock { $0.name } }
         set { state.withLock { $0.name = newValue } }
+    }
+
+    /// The camera's driver, for the pictures' EXIF `Make`.
+    var driver: String {
+        get { state.withLock { $0.driver } }
+        set { state.withLock { $0.driver = newValue } }
     }
 
     var mode: CameraMode {

@@ -1,3 +1,4 @@
+import ShutterCamera
 import ShutterSystem
 
 /// A JPEG-encoded camera frame, shared read-only by every consumer that asked for it.
@@ -14,11 +15,15 @@ public final class EncodedFrame: Sendable {
     public let jpeg: [UInt8]
     /// How long encoding took (0 when the camera delivered JPEG), for `Server-Timing`.
     public let encodeNanoseconds: UInt64
+    /// The picture before the burned-in text, turned as `jpeg` is, kept only when stored
+    /// pictures draw their own text (with their label or job): nil otherwise.
+    public let pictureSource: RawImage?
 
     public init(
         sequence: UInt64, capturedAt: MonotonicInstant, wallMilliseconds: Int64, width: Int, height: Int,
-        jpeg: [UInt8], encodeNanoseconds: UInt64 = 0
+        jpeg: [UInt8], encodeNanoseconds: UInt64 = 0, pictureSource: RawImage? = nil
     ) {
+        self.pictureSource = pictureSource
         self.encodeNanoseconds = encodeNanoseconds
         self.sequence = sequence
         self.capturedAt = capturedAt

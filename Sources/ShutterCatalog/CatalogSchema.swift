@@ -13,7 +13,8 @@ enum CatalogSchema {
     ///
     /// Version 2 adds the jobs table; `media.job_id` already existed in version 1 so that pictures
     /// taken before it need no rewrite. Version 3 stores the kind of a job's last failure beside
-    /// its text, so nothing has to classify failures by their wording.
+    /// its text, so nothing has to classify failures by their wording. Version 4 gives each
+    /// picture the label it was taken with (a snap's or its job's), indexed for `?label=`.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
             // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
@@ -64,6 +65,16 @@ enum CatalogSchema {
         Migration(version: 3) { database in
             // NULL for jobs stored before: their failures had no kind (https://www.sqlite.org/lang_altertable.html).
             try database.execute(sql: "ALTER TABLE jobs ADD COLUMN last_failure_kind TEXT")
+        },
+        Migration(version: 4) { database in
+            // NULL for pictures stored before: they had no label. As with media_job_id, each index
+            // entry ends with the rowid, so "WHERE label = ? AND id < ? ORDER BY id" walks the index
+            // without sorting, and the id cursors page it without OFFSET.
+            try database.execute(
+                sql: """
+                    ALTER TABLE media ADD COLUMN label TEXT;
+                    CREATE INDEX media_label ON media (label);
+                    """)
         },
     ]
 

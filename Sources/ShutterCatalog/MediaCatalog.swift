@@ -123,7 +123,8 @@ public actor MediaCatalog {
     /// a picture that retention removes at once (a limit of 0 bytes) is still returned.
     @discardableResult
     public func add(
-        jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64? = nil
+        jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64? = nil,
+        label: String? = nil
     ) throws -> MediaRecord {
         guard !jpeg.isEmpty else { throw CatalogError.invalidArgument("jpeg is empty") }
         guard width > 0, height > 0 else {
@@ -135,7 +136,7 @@ public actor MediaCatalog {
         nextID += 1
         let record = MediaRecord(
             id: id, takenAt: takenAt, width: width, height: height, bytes: jpeg.count,
-            sha256: SHA256.hexDigest(jpeg), source: source, jobID: jobID, keep: false)
+            sha256: SHA256.hexDigest(jpeg), source: source, jobID: jobID, keep: false, label: label)
         do {
             try files.store(jpeg, id: id)
         } catch let error where CatalogError(error).isStorageFull {
@@ -158,12 +159,12 @@ public actor MediaCatalog {
             try database.inTransaction {
                 try database.cachedStatement(
                     sql: """
-                        INSERT INTO media (id, taken_at, width, height, bytes, sha256, source, job_id, keep)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO media (id, taken_at, width, height, bytes, sha256, source, job_id, keep, label)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     record.id, record.takenAt, record.width, record.height, record.bytes, record.sha256,
-                    record.source, record.jobID, record.keep,
+                    record.source, record.jobID, record.keep, record.label,
                 ])
             }
         } catch let insertError {
@@ -207,10 +208,10 @@ public actor MediaCatalog {
     /// - With both: the ids strictly between them, ascending.
     ///
     /// `hasMore` says whether a further page exists in the same direction. `jobID` keeps only the
-    /// pictures of that job.
-    public func page(before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil) throws
-        -> MediaPage
-    {
+    /// pictures of that job, `label` only those taken with exactly that label (both indexed).
+    public func page(
+        before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil, label: String? = nil
+    ) throws -> MediaPage {
         guard limit >= 1 else { throw CatalogError.invalidArgument("limit \(limit) is below 1") }
         // SQLite's LIMIT is a 64-bit integer; clamping keeps `limit + 1` from overflowing.
         let limit = min(limit, Int(Int32.max))
@@ -227,6 +228,10 @@ public actor MediaCatalog {
         if let jobID {
             conditions.append("job_id = ?")
             arguments.append(.integer(jobID))
+        }
+        if let label {
+            conditions.append("label = ?")
+            arguments.append(.text(label))
         }
         // One more row than asked tells whether another page exists without a COUNT.
         arguments.append(.integer(Int64(limit) + 1))
@@ -390,7 +395,7 @@ public actor MediaCatalog {
 
     // MARK: - Queries
 
-    static let columns = "id, taken_at, width, height, bytes, sha256, source, job_id, keep"
+    static let columns = "id, taken_at, width, height, bytes, sha256, source, job_id, keep, label"
 
     /// The page query for `conditions` (joined with AND), ordered along the primary key.
     ///
@@ -404,7 +409,7 @@ public actor MediaCatalog {
         MediaRecord(
             id: try row.decode(at: 0), takenAt: try row.decode(at: 1), width: try row.decode(at: 2),
             height: try row.decode(at: 3), bytes: try row.decode(at: 4), sha256: try row.decode(at: 5),
-            source: try row.decode(at: 6), jobID: row[7], keep: try row.decode(at: 8))
+            source: try row.decode(at: 6), jobID: row[7], keep: try row.decode(at: 8), label: row[9])
     }
 
     // MARK: - Opening

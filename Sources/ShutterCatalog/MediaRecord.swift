@@ -18,10 +18,12 @@ public struct MediaRecord: Codable, Equatable, Sendable {
     public var jobID: Int64?
     /// Whether retention must never delete it.
     public var keep: Bool
+    /// The label it was taken with (the snap's, or its job's), or nil for none.
+    public var label: String?
 
     public init(
         id: Int64, takenAt: Int64, width: Int, height: Int, bytes: Int, sha256: String, source: String,
-        jobID: Int64? = nil, keep: Bool = false
+        jobID: Int64? = nil, keep: Bool = false, label: String? = nil
     ) {
         self.id = id
         self.takenAt = takenAt
@@ -32,5 +34,6 @@ public struct MediaRecord: Codable, Equatable, Sendable {
         self.source = source
         self.jobID = jobID
         self.keep = keep
+        self.label = label
     }
 }

@@ -1,3 +1,4 @@
+import ShutterCamera
 import ShutterHTTP
 import ShutterSystem
 
@@ -21,6 +22,12 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var height = 720
     public var fps = 30
     public var quality = 85
+    /// Degrees clockwise pictures and the preview are turned: 0, 90, 180 or 270.
+    public var rotate = 0
+    /// The mirror applied after `rotate`.
+    public var flip = Orientation.Flip.none
+    /// The burned-in text and how it looks (`overlay_*`).
+    public var overlay = OverlaySettings()
     public var logLevel = Logger.Level.info
     /// `text` (`key=value`) or `json` (one object a line) log lines.
     public var logFormat = LogStyle.Format.text
@@ -133,7 +140,7 @@ extension ConfigurationKey {
     }
 
     /// Every key, in the order `--help` lists them.
-    public static let all: [ConfigurationKey] = coreKeys + accessKeys
+    public static let all: [ConfigurationKey] = coreKeys + accessKeys + overlayKeys
 
     /// The keys of the daemon's core: listening, the camera, storage, HTTP limits, jobs.
     static let coreKeys: [ConfigurationKey] = [

@@ -70,8 +70,10 @@ public final class ShutterDaemon {
         let capture = try CaptureService(
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
             reopenIntervalMilliseconds: configuration.reopenIntervalMilliseconds,
-            idleAfterMilliseconds: configuration.idleAfterSeconds * 1000, clock: clock,
-            logger: logger.with("component", "capture"))
+            idleAfterMilliseconds: configuration.idleAfterSeconds * 1000,
+            orientation: configuration.orientation, overlay: configuration.overlay.captureOverlay,
+            clock: clock,
+            software: "shutterd \(Self.version)", logger: logger.with("component", "capture"))
         try blockingAwait { try await capture.start() }
         stopInReverse.append { blockingAwait { await capture.stop() } }
 

@@ -11,6 +11,9 @@ public protocol JobCamera: Sendable {
     func keepAwake(_ awake: Bool)
     /// The camera's name, stored as each picture's source.
     var cameraName: String { get }
+    /// The file to store for `frame`: its JPEG, with the burned-in text when pictures carry it
+    /// (`label` and `jobID` fill its fields), and the EXIF block (time, camera, `label`).
+    func storedPicture(of frame: EncodedFrame, label: String?, jobID: Int64?) throws -> [UInt8]
 }
 
 extension CaptureService: JobCamera {}

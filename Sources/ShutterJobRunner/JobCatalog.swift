@@ -20,10 +20,11 @@ public protocol JobCatalog: Sendable {
     func job(id: Int64) async throws -> JobRecord?
     /// At most `limit` jobs, newest first.
     func jobs(limit: Int) async throws -> [JobRecord]
-    /// Stores a job's picture.
+    /// Stores a job's picture, with the job's label.
     @discardableResult
-    func add(jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64?)
-        async throws -> MediaRecord
+    func add(
+        jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64?, label: String?
+    ) async throws -> MediaRecord
 }
 
 extension MediaCatalog: JobCatalog {}

@@ -262,9 +262,13 @@ public actor JobService {
         do {
             let frame = try await camera.frame(
                 capturedAtOrAfter: notBefore, timeoutMilliseconds: frameTimeoutMilliseconds)
+            // The job's label goes with each of its pictures, so `GET /library?label=` finds them.
+            let label = schedules[id]?.spec.label.flatMap { $0.isEmpty ? nil : $0 }
             try await catalog.add(
-                jpeg: frame.jpeg, takenAt: frame.wallMilliseconds, width: frame.width, height: frame.height,
-                source: camera.cameraName, jobID: id)
+                jpeg: try camera.storedPicture(of: frame, label: label, jobID: id),
+                takenAt: frame.wallMilliseconds,
+                width: frame.width, height: frame.height,
+                source: camera.cameraName, jobID: id, label: label)
             lastCaptured[id] = frame.capturedAt
             schedules[id]?.shotSucceeded(index: index)
         } catch {

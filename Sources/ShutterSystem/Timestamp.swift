@@ -72,7 +72,7 @@ public enum Timestamp {
     }
 
     /// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's algorithm).
-    static func civilDate(daysSince1970 days: Int64) -> (Int64, Int64, Int64) {
+    public static func civilDate(daysSince1970 days: Int64) -> (Int64, Int64, Int64) {
         let z = days + 719_468
         let era = floorDivide(z, 146_097).0
         let doe = z - era * 146_097

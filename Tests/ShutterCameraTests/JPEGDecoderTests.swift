@@ -68,4 +68,23 @@ import Testing
             try JPEGEncoder(quality: 80).encodeRGB([0, 0], width: 1, height: 1)
         }
     }
+
+    /// The overlay's MJPEG path: planar Y'CbCr in the JPEG's own subsampling, full range, with one
+    /// decompressor for many frames.
+    @Test(arguments: [ChromaSubsampling.yuv420, .yuv422])
+    func planarDecodeKeepsTheSubsamplingAndThePicture(subsampling: ChromaSubsampling) throws {
+        var image = YUVImage(width: 64, height: 48, subsampling: subsampling)
+        image.fill(x: 0, y: 0, width: 32, height: 48, luma: 235, cb: 128, cr: 128)
+        let jpeg = try JPEGEncoder(quality: 95).encode(image)
+        let decoder = try JPEGDecoder.PlanarDecoder()
+        for _ in 0..<2 {
+            let decoded = try decoder.decode(jpeg)
+            #expect(decoded.width == 64 && decoded.height == 48 && decoded.subsampling == subsampling)
+            #expect(decoded.isFullRange)
+            // Limited-range white and black come back as JFIF's full range.
+            #expect(decoded.luma(x: 8, y: 8) > 245 && decoded.luma(x: 56, y: 8) < 10)
+        }
+        #expect(throws: JPEGError.self) { try decoder.decode([0xFF, 0xD8, 0xFF]) }
+        #expect(try JPEGDecoder.decodeYUV(jpeg).bytes == decoder.decode(jpeg).bytes)
+    }
 }

@@ -10,7 +10,7 @@ import Testing
             #expect(try database.userVersion() == 0)
             try CatalogSchema.migrate(database)
             #expect(try database.userVersion() == CatalogSchema.latestVersion)
-            #expect(CatalogSchema.latestVersion == 3)
+            #expect(CatalogSchema.latestVersion == 4)
             try CatalogSchema.migrate(database)
             let columns = try database.fetchAll(
                 sql: "SELECT name, \"notnull\" FROM pragma_table_info('media')"
@@ -21,7 +21,7 @@ import Testing
                 columns == [
                     "id:0", "taken_at:1", "width:1", "height:1", "bytes:1", "sha256:1", "source:1",
                     "job_id:0",
-                    "keep:1",
+                    "keep:1", "label:0",
                 ])
         }
     }
@@ -45,7 +45,8 @@ import Testing
     @Test(arguments: [
         ([String](), false), (["id < ?"], false), (["id > ?"], true), (["id > ?", "id < ?"], true),
         (["job_id = ?"], false), (["id < ?", "job_id = ?"], false), (["id > ?", "job_id = ?"], true),
-        (["id > ?", "id < ?", "job_id = ?"], true),
+        (["id > ?", "id < ?", "job_id = ?"], true), (["label = ?"], false), (["id < ?", "label = ?"], false),
+        (["id > ?", "label = ?"], true), (["id > ?", "id < ?", "label = ?"], true),
     ])
     func pageQueriesUseTheKeyOrder(conditions: [String], ascending: Bool) async throws {
         try await withTemporaryDirectory { directory in
@@ -59,6 +60,8 @@ import Testing
             #expect(!plan.contains("TEMP B-TREE"), "sorts: \(plan)")
             if conditions.contains("job_id = ?") {
                 #expect(plan.contains("USING INDEX media_job_id (job_id=?"), "\(plan)")
+            } else if conditions.contains("label = ?") {
+                #expect(plan.contains("USING INDEX media_label (label=?"), "\(plan)")
             } else if !conditions.isEmpty {
                 #expect(plan.contains("USING INTEGER PRIMARY KEY (rowid"), "\(plan)")
             } else {

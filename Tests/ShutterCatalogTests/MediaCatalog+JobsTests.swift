@@ -56,7 +56,8 @@ import Testing
             // Turn the file back into what version 1 wrote.
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "DROP TABLE jobs")
+                try database.execute(
+                    sql: "DROP TABLE jobs; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label")
                 try database.setUserVersion(1)
             }
             let catalog = try MediaCatalog.open(directory)
@@ -83,7 +84,12 @@ import Testing
             // Turn the file back into what version 2 wrote.
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "ALTER TABLE jobs DROP COLUMN last_failure_kind")
+                try database.execute(
+                    sql: """
+                        ALTER TABLE jobs DROP COLUMN last_failure_kind;
+                        DROP INDEX media_label;
+                        ALTER TABLE media DROP COLUMN label;
+                        """)
                 try database.setUserVersion(2)
             }
             let catalog = try MediaCatalog.open(directory)
@@ -94,6 +100,29 @@ import Testing
                 id: 1, state: "running", taken: 2, missed: 2, lastFailure: "camera gone",
                 lastFailureKind: "camera_unavailable", finishedAt: nil)
             #expect(try await catalog.job(id: 1)?.lastFailureKind == "camera_unavailable")
+        }
+    }
+
+    @Test func aVersion3DatabaseMigratesItsPicturesWithoutLabels() async throws {
+        try await withTemporaryDirectory { directory in
+            var added: [MediaRecord] = []
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                for seed in 1...3 { added.append(try await catalog.add(seed: seed)) }
+            }
+            // Turn the file back into what version 3 wrote.
+            do {
+                let database = try Database(path: "\(directory)/catalog.sqlite")
+                try database.execute(sql: "DROP INDEX media_label; ALTER TABLE media DROP COLUMN label")
+                try database.setUserVersion(3)
+            }
+            let catalog = try MediaCatalog.open(directory)
+            #expect(catalog.reconciliation.isClean)
+            #expect(try await catalog.page(after: 0, limit: 10).items == added)
+            #expect(added.allSatisfy { $0.label == nil })
+            let labelled = try await catalog.add(seed: 4, label: "front door")
+            #expect(try await catalog.record(id: labelled.id)?.label == "front door")
+            #expect(try await catalog.page(limit: 10, label: "front door").items.map(\.id) == [4])
         }
     }
 }

@@ -17,10 +17,12 @@ extension MediaCatalog {
 
     /// Adds a picture whose bytes and time are derived from `seed`.
     @discardableResult
-    func add(seed: Int, source: String = "test-camera", jobID: Int64? = nil) throws -> MediaRecord {
+    func add(seed: Int, source: String = "test-camera", jobID: Int64? = nil, label: String? = nil) throws
+        -> MediaRecord
+    {
         try add(
             jpeg: fakeJPEG(seed: seed), takenAt: 1_700_000_000_000 + Int64(seed), width: 640, height: 480,
-            source: source, jobID: jobID)
+            source: source, jobID: jobID, label: label)
     }
 }
 

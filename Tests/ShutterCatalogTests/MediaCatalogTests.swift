@@ -64,6 +64,26 @@ import Testing
         }
     }
 
+    @Test func labelIsStoredAndFiltersPagesAlongTheCursors() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            for seed in 1...10 {
+                try await catalog.add(seed: seed, label: seed.isMultiple(of: 3) ? "front door" : nil)
+            }
+            #expect(try await catalog.record(id: 3)?.label == "front door")
+            #expect(try await catalog.record(id: 4)?.label == nil)
+            let newest = try await catalog.page(limit: 2, label: "front door")
+            #expect(newest.items.map(\.id) == [9, 6])
+            #expect(newest.hasMore)
+            let rest = try await catalog.page(before: 6, limit: 2, label: "front door")
+            #expect(rest.items.map(\.id) == [3])
+            #expect(!rest.hasMore)
+            #expect(
+                try await catalog.page(after: 3, limit: 10, label: "front door").items.map(\.id) == [6, 9])
+            #expect(try await catalog.page(limit: 10, label: "Front door").items.isEmpty)
+        }
+    }
+
     @Test func invalidPicturesAreRejectedWithoutUsingStorage() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)

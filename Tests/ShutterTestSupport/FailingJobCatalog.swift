@@ -54,10 +54,11 @@ public final class FailingJobCatalog: JobCatalog {
 
     public func jobs(limit: Int) async throws -> [JobRecord] { try await catalog.jobs(limit: limit) }
 
-    public func add(jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64?)
-        async throws -> MediaRecord
-    {
+    public func add(
+        jpeg: [UInt8], takenAt: Int64, width: Int, height: Int, source: String, jobID: Int64?, label: String?
+    ) async throws -> MediaRecord {
         try await catalog.add(
-            jpeg: jpeg, takenAt: takenAt, width: width, height: height, source: source, jobID: jobID)
+            jpeg: jpeg, takenAt: takenAt, width: width, height: height, source: source, jobID: jobID,
+            label: label)
     }
 }

@@ -33,6 +33,11 @@ public final class FakeJobCamera: JobCamera {
         state.withLock { $0.failure = nil }
     }
 
+    /// The frame's JPEG with the EXIF block the real camera writes, made by `Shutter`.
+    public func storedPicture(of frame: EncodedFrame, label: String?, jobID: Int64?) -> [UInt8] {
+        frame.storedPicture(label: label, make: "Shutter", model: cameraName, software: "shutterd test")
+    }
+
     /// Frames handed out so far.
     public var framesServed: UInt64 { state.withLock { $0.sequence } }
     /// What the last `keepAwake` asked for.

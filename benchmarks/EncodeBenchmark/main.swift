@@ -1,7 +1,12 @@
 // Unthrottled YUYV encode rate: what the capture thread does per YUYV frame (packed 4:2:2
 // to planar 4:2:2, range expansion, libturbojpeg compression), in a loop, on one picture.
-// Usage: shutter-encode-bench PICTURE.ppm [quality] [seconds]
-// Prints one JSON line. benchmarks/camera_bench.py runs it beside tjbench on the same picture.
+// Usage: shutter-encode-bench PICTURE.ppm [quality] [seconds] [--overlay TEXT]
+//        [--mjpeg-overlay FRAME.jpg TEXT] [--transform FRAME.jpg DEGREES]
+// --overlay draws the burned-in text (DejaVu Sans Mono, bottom-left) into every frame before
+// the encode, as the capture thread does for the preview. --mjpeg-overlay measures an MJPEG
+// camera's overlay path instead (decode to planar Y'CbCr, draw, encode) and --transform the
+// lossless rotation of a JPEG (tjTransform), each on the given frame.
+// Prints one JSON line. benchmarks/camera_bench.py and overlay_bench.py run it beside tjbench.
 import ShutterCamera
 import ShutterSystem
 
@@ -62,6 +67,12 @@ for y in 0..<height {
     }
 }
 
+/// The value after `flag` on the command line, or nil.
+@MainActor func option(_ flag: String, _ offset: Int = 1) -> String? {
+    guard let index = arguments.firstIndex(of: flag), index + offset < arguments.count else { return nil }
+    return arguments[index + offset]
+}
+
 let encoder = try JPEGEncoder(quality: quality)
 var planar = YUVImage(width: width, height: height, subsampling: .yuv422)
 let clock = SystemClock()
@@ -69,11 +80,71 @@ let start = clock.monotonicNow()
 let budget = UInt64(seconds * 1e9)
 var frames = 0
 var bytes = 0
+let overlayText = option("--overlay") ?? option("--mjpeg-overlay", 2)
+let template = overlayText.flatMap { OverlayTemplate($0) }
+let overlay = template.map { _ in TextOverlay(style: .init()) }
+/// The frame's text, expanded and drawn as the capture loop does for each frame.
+@MainActor func drawOverlay(into image: inout YUVImage, frame: Int) {
+    guard let template, let overlay else { return }
+    let fields = OverlayTemplate.Fields(
+        wallMilliseconds: 1_700_000_000_000 + Int64(frame) * 33, camera: "bench", frame: UInt64(frame),
+        width: image.width, height: image.height)
+    overlay.draw(template.expand(fields, utc: false), into: &image)
+}
+
+if let path = option("--mjpeg-overlay") ?? option("--transform") {
+    guard let file = fopen(path, "rb") else { exit(2) }
+    var jpeg: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = fread(&chunk, 1, chunk.count, file)
+        if count <= 0 { break }
+        jpeg += chunk[..<count]
+    }
+    fclose(file)
+    let transformer = try option("--transform", 2).flatMap { Int($0) }.flatMap {
+        Orientation(rotation: $0, flip: .none)
+    }.map { try JPEGTransformer(orientation: $0) }
+    let planarDecoder = try JPEGDecoder.PlanarDecoder()
+    while clock.monotonicNow().nanoseconds(since: start) < budget {
+        if let transformer {
+            bytes = try transformer.transform(jpeg, encoder: encoder).jpeg.count
+        } else {
+            // As the capture loop does: one decompressor kept, the text drawn in the encoder's buffer.
+            let image = try planarDecoder.decode(jpeg)
+            if let template, let overlay {
+                let lines = template.expand(
+                    OverlayTemplate.Fields(
+                        wallMilliseconds: 1_700_000_000_000 + Int64(frames) * 33, camera: "bench",
+                        frame: UInt64(frames), width: image.width, height: image.height), utc: false)
+                bytes = try encoder.encode(image) { overlay.draw(lines, intoPlanes: $0, of: image) }.count
+            } else {
+                bytes = try encoder.encode(image).count
+            }
+        }
+        frames += 1
+    }
+    let elapsed = Double(clock.monotonicNow().nanoseconds(since: start)) / 1e9
+    print(
+        "{\"mode\": \"\(transformer == nil ? "mjpeg-overlay" : "transform")\", \"frames\": \(frames), \"fps\": \(Double(frames) / elapsed), \"ms_per_frame\": \(elapsed * 1000 / Double(frames)), \"jpeg_bytes\": \(bytes)}"
+    )
+    exit(0)
+}
+
 while clock.monotonicNow().nanoseconds(since: start) < budget {
     _ = yuyv.withUnsafeBytes {
         PixelConversion.convertYUYV($0, bytesPerLine: width * 2, into: &planar, fullRange: true)
     }
-    bytes = try encoder.encode(planar).count
+    if let template, let overlay {
+        // As the capture loop does: drawn in the encoder's buffer, the frame left as it is.
+        let fields = OverlayTemplate.Fields(
+            wallMilliseconds: 1_700_000_000_000 + Int64(frames) * 33, camera: "bench", frame: UInt64(frames),
+            width: width, height: height)
+        let lines = template.expand(fields, utc: false)
+        bytes = try encoder.encode(planar) { overlay.draw(lines, intoPlanes: $0, of: planar) }.count
+    } else {
+        bytes = try encoder.encode(planar).count
+    }
     frames += 1
 }
 let elapsed = Double(clock.monotonicNow().nanoseconds(since: start)) / 1e9
@@ -90,5 +161,5 @@ if CommandLine.arguments.contains("--split") {
     print("encode ms", Double(clock.monotonicNow().nanoseconds(since: t)) / 200e6)
 }
 print(
-    "{\"width\": \(width), \"height\": \(height), \"quality\": \(quality), \"frames\": \(frames), \"fps\": \(Double(frames) / elapsed), \"jpeg_bytes\": \(bytes)}"
+    "{\"width\": \(width), \"height\": \(height), \"quality\": \(quality), \"overlay\": \(overlay != nil), \"frames\": \(frames), \"fps\": \(Double(frames) / elapsed), \"jpeg_bytes\": \(bytes)}"
 )

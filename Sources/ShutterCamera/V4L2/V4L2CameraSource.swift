@@ -39,6 +39,8 @@ public final class V4L2CameraSource: CameraSource {
 
     /// The card name once known, else the path.
     public var name: String { cardName ?? path }
+    /// The driver's own name (`uvcvideo`) once opened; `v4l2` before.
+    public private(set) var driverName = "v4l2"
 
     /// The number of buffers to ask for: one being copied, the rest being filled, with slack for jitter.
     static let bufferCount = 4
@@ -257,6 +259,7 @@ public final class V4L2CameraSource: CameraSource {
     private func negotiate(_ device: V4L2Device) throws -> Negotiated {
         let capabilities = try device.capabilities()
         cardName = capabilities.card
+        driverName = capabilities.driver
         guard capabilities.isStreamingVideoCapture else {
             throw CameraError.unsupported(
                 "\(path) (\(capabilities.card), driver \(capabilities.driver)) is not a video capture device with streaming I/O; UVC cameras also create a metadata node, so try the next /dev/video number"

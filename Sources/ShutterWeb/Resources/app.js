@@ -259,7 +259,8 @@ function openViewer(record) {
   full.alt = `Picture ${record.id}, taken ${takenAt(record)}`;
   full.src = record.url;
   const job = record.job_id ? ` · job ${record.job_id}` : "";
-  caption.textContent = `#${record.id} · ${takenAt(record)} · ${record.width}×${record.height}`
+  const label = record.label ? ` · ${record.label}` : "";
+  caption.textContent = `#${record.id}${label} · ${takenAt(record)} · ${record.width}×${record.height}`
     + ` · ${Math.round(record.bytes / 1024)} KB${job}`;
   download.href = record.url;
   download.download = `shutter-${record.id}.jpg`;

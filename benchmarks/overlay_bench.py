@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Issue 11 benchmarks at 1280x720, each side by side in one run and alternated, as ratios:
+
+1. The YUYV path (YUYV -> planar 4:2:2 -> JPEG) with and without the burned-in text drawn
+   before the encode (target: the text costs at most 5%).
+2. The MJPEG overlay path (decode to planar Y'CbCr, draw, encode) in frames/s against tjbench
+   decompressing the same frame to YUV and compressing the picture from YUV, one after the other
+   (1 / (1/decompress + 1/compress); target >= 0.9x).
+3. tjTransform's lossless quarter turn of the frame (JPEGTransformer) against
+   `jpegtran -rotate 90 -perfect` on the same file (target: no slower). jpegtran is a process
+   per picture; its figure is given with and without the cost of starting a process (`true`).
+
+The picture is ffmpeg's testsrc at 1280x720, the frame that picture as a 4:2:2 JPEG at quality
+85 (cjpeg -sample 2x1), like a UVC camera's. CPU per delivered frame at 100 viewers with the text
+on the preview is preview_bench.py with --shutterd-args (see README.md).
+
+Usage: benchmarks/overlay_bench.py [--seconds 5]
+Needs: swift build -c release --product shutter-encode-bench, ffmpeg, libjpeg-turbo-progs.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENCODE_BENCH = os.path.join(ROOT, ".build/release/shutter-encode-bench")
+TEXT = "%Y-%m-%d %H:%M:%S.%f {camera} #{frame}"
+
+
+def bench(*args):
+    out = subprocess.run([ENCODE_BENCH, *args], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def tjbench(path, *args, cwd):
+    return subprocess.run(["tjbench", path, *args], capture_output=True, text=True, check=True, cwd=cwd).stdout
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    seconds = str(args.seconds)
+    work = tempfile.mkdtemp(prefix="shutter-overlay-bench-")
+    picture, frame = os.path.join(work, "picture.ppm"), os.path.join(work, "frame.jpg")
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=1280x720",
+                    "-frames:v", "1", picture], check=True)
+    with open(frame, "wb") as f:
+        f.write(subprocess.run(["cjpeg", "-quality", "85", "-sample", "2x1", picture], capture_output=True,
+                               check=True).stdout)
+
+    plain, text, mjpeg, decomp, comp, turn = [], [], [], [], [], []
+    for _ in range(args.repeat):
+        plain.append(bench(picture, "85", seconds)["fps"])
+        text.append(bench(picture, "85", seconds, "--overlay", TEXT)["fps"])
+        mjpeg.append(bench(picture, "85", seconds, "--mjpeg-overlay", frame, TEXT)["fps"])
+        out = tjbench(frame, "-yuv", "-benchtime", seconds, "-warmup", "1", cwd=work)
+        decomp.append(float(re.search(r"Decomp to YUV --> Frame rate:\s+([\d.]+)", out).group(1)))
+        out = tjbench(picture, "85", "-subsamp", "422", "-yuv", "-benchtime", seconds, "-warmup", "1", cwd=work)
+        comp.append(float(re.search(r"Comp from YUV --> Frame rate:\s+([\d.]+)", out).group(1)))
+        turn.append(bench(picture, "85", seconds, "--transform", frame, "90")["ms_per_frame"])
+
+    runs = 30
+    start = time.perf_counter()
+    for _ in range(runs):
+        subprocess.run(["jpegtran", "-rotate", "90", "-perfect", "-outfile", os.path.join(work, "turned.jpg"),
+                        frame], check=True)
+    jpegtran_ms = (time.perf_counter() - start) * 1000 / runs
+    start = time.perf_counter()
+    for _ in range(runs):
+        subprocess.run(["true"], check=True)
+    spawn_ms = (time.perf_counter() - start) * 1000 / runs
+    subprocess.run(["rm", "-rf", work])
+
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    tj_pair = 1 / (1 / mean(decomp) + 1 / mean(comp))
+    results = {
+        "yuyv_fps": {"plain": round(mean(plain), 1), "overlay": round(mean(text), 1),
+                     "overlay_cost": round(mean(plain) / mean(text) - 1, 3), "runs": {"plain": plain, "overlay": text}},
+        "mjpeg_overlay": {"fps": round(mean(mjpeg), 1), "tjbench_decompress_then_compress_fps": round(tj_pair, 1),
+                          "ratio": round(mean(mjpeg) / tj_pair, 3),
+                          "runs": {"ours": mjpeg, "tjbench_decomp_yuv": decomp, "tjbench_comp_yuv": comp}},
+        "rotate90": {"tjtransform_ms": round(mean(turn), 2), "jpegtran_ms": round(jpegtran_ms, 2),
+                     "jpegtran_ms_without_process_start": round(jpegtran_ms - spawn_ms, 2),
+                     "speedup_vs_jpegtran_without_start": round((jpegtran_ms - spawn_ms) / mean(turn), 2)},
+    }
+    json.dump(results, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
