@@ -88,28 +88,12 @@ def media_vs_nginx(binary, duration):
         shutil.copy(path, os.path.join(www, "picture.jpg"))
         nginx_port = port + 1 if port < 65000 else port - 1
         conf = os.path.join(work, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(f"""
-user root;
-worker_processes 1;
-daemon off;
-error_log {work}/nginx-error.log;
-pid {work}/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    keepalive_timeout 60;
-    types {{ image/jpeg jpg; }}
-    server {{
-        listen 127.0.0.1:{nginx_port};
-        root {www};
-        etag on;
-    }}
-}}
-""")
+
+        def write_conf(access_log):
+            with open(conf, "w") as f:
+                f.write(nginx_conf(work, www, nginx_port, access_log))
+
+        write_conf("off")
         nginx = subprocess.Popen(["nginx", "-c", conf, "-p", work], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         try:
@@ -128,14 +112,52 @@ http {{
         stop(daemon)
         daemon = None
         defaults = media_default_configuration(binary, work, duration)
+        # nginx as it ships: its access log written to a file, the way shutterd's default
+        # configuration writes its own (issue 12 compares the two with logging on in both).
+        write_conf(f"{work}/access.log")
+        nginx = subprocess.Popen(["nginx", "-c", conf, "-p", work], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        try:
+            wrk(theirs_url, 64, 2)
+            theirs_logging = wrk(theirs_url, 64, duration)
+        finally:
+            nginx.send_signal(signal.SIGQUIT)
+            nginx.wait(10)
         return {"bytes": record["bytes"], "shutterd": ours, "nginx": theirs, "shutterd_again": ours2,
                 "ratio": round(((ours["rps"] + ours2["rps"]) / 2) / theirs["rps"], 3),
                 "shutterd_default_configuration": defaults,
-                "ratio_default_configuration": round(defaults["rps"] / theirs["rps"], 3)}
+                "ratio_default_configuration": round(defaults["rps"] / theirs["rps"], 3),
+                "nginx_access_log": theirs_logging,
+                "ratio_both_logging": round(defaults["rps"] / theirs_logging["rps"], 3)}
     finally:
         if daemon:
             stop(daemon)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def nginx_conf(work, www, port, access_log):
+    """nginx with 1 worker and sendfile serving `www`; `access_log` is a path or `off`."""
+    return f"""
+user root;
+worker_processes 1;
+daemon off;
+error_log {work}/nginx-error.log;
+pid {work}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {access_log};
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 60;
+    types {{ image/jpeg jpg; }}
+    server {{
+        listen 127.0.0.1:{port};
+        root {www};
+        etag on;
+    }}
+}}
+"""
 
 
 def media_default_configuration(binary, work, duration):
