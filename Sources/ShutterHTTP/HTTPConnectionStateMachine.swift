@@ -699,8 +699,9 @@ struct HTTPConnectionStateMachine {
                 if let loggedTarget { slot.target = loggedTarget }
                 slots.append(slot)
                 return nil
-            case .proceed(let headers, let target):
+            case .proceed(let headers, let target, let expiresAt):
                 slot.extraHeaders = headers
+                request.accessExpiresAt = expiresAt
                 if let target {
                     request.target = target
                     slot.target = target

@@ -88,6 +88,10 @@ public struct HTTPRequest: Sendable {
     /// The client's address, set by the server when it dispatches the request (nil in tests that
     /// build requests by hand).
     public var peer: PeerAddress?
+    /// Unix seconds after which what the policy granted this request ends (a signed link's
+    /// `exp`), set by the server when it dispatches the request; nil when the grant has no end.
+    /// A response that outlives its request, a live stream, must stop then.
+    public var accessExpiresAt: Int64?
 
     public init(
         method: HTTPMethod, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:],

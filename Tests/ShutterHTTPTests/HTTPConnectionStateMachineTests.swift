@@ -28,7 +28,7 @@ private final class EmbeddedConnection {
     /// Every byte written to the socket, in order.
     var written: [UInt8] = []
     /// Requests whose handler ran or was started, in dispatch order.
-    var dispatched: [(id: UInt64, target: String)] = []
+    var dispatched: [(id: UInt64, target: String, accessExpiresAt: Int64?)] = []
     /// `.task` requests waiting for `complete`.
     var pendingTasks: [UInt64] = []
     var interest: Machine.Interest = [.read, .readHangUp]
@@ -196,7 +196,7 @@ private final class EmbeddedConnection {
                 accept(Array(bytes.prefix(read)))
             }
         case .dispatch(let id, let request, let handler, let parameters):
-            dispatched.append((id, request.target))
+            dispatched.append((id, request.target, request.accessExpiresAt))
             switch handler {
             case .immediate(let handler):
                 let response =
@@ -499,13 +499,14 @@ extension String {
                     return .respond(HTTPError(.unauthorized, detail: "no").response())
                 }
                 let target = request.target.hasSuffix("?sig=secret") ? path : nil
+                let expiresAt: Int64? = target == nil ? nil : 1_800_000_000
                 let seen: String
                 switch route {
                 case .handler(let scope): seen = "route needs \(scope)"
                 case .notFound: seen = "no route"
                 case .methodNotAllowed: seen = "other methods"
                 }
-                return .proceed(headers: ["X-Policy": seen], target: target)
+                return .proceed(headers: ["X-Policy": seen], target: target, expiresAt: expiresAt)
             }
         }
         let connection = EmbeddedConnection(router: try TestRoutes().router, policy: TestPolicy()) {
@@ -524,6 +525,8 @@ extension String {
         #expect(responses.last?.contains("X-Policy: no route") == true)
         // The refused request never reached its handler; the rewritten one ran as `/hello`.
         #expect(connection.dispatched.map(\.target) == ["/hello"])
+        // The grant's end reaches the handler, for a stream that must stop then.
+        #expect(connection.dispatched.map(\.accessExpiresAt) == [1_800_000_000])
         #expect(connection.accessLog.map(\.target) == ["/hello?deny", "/hello", "/nowhere"])
     }
 

@@ -214,6 +214,28 @@ def test_signed_links_grant_view_for_one_path_until_they_expire(protected):
     assert status == 403 and b"expired" in body
 
 
+def test_a_preview_link_stream_ends_when_the_link_expires(protected):
+    """A link grants the live preview until it expires: a stream opened with it ends then,
+    instead of serving frames for as long as the viewer stays."""
+    d = protected
+    status, _, link = d.json("POST", "/links", body=json.dumps({"path": "/preview.mjpg", "expires_in": 2}),
+                             headers=bearer(ADMIN))
+    assert status == 201, link
+    with socket.create_connection(("127.0.0.1", d.port), timeout=10) as sock:
+        sock.sendall(f"GET {link['url']} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        started = time.monotonic()
+        data = b""
+        while time.monotonic() - started < 8:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        ended_after = time.monotonic() - started
+    assert data.startswith(b"HTTP/1.1 200 OK") and b"Content-Type: image/jpeg" in data
+    # The link's expiry is whole seconds, at most 2 s away, and frames come at 30 fps.
+    assert ended_after < 4, f"the stream outlived its link by {ended_after - 2:.1f} s"
+
+
 def test_links_survive_a_restart_and_the_key_is_private(make_daemon, token_file, tmp_path):
     data_dir = tmp_path / "d"
     d = make_daemon(["--auth-tokens", str(token_file)], data_dir=data_dir)
