@@ -314,3 +314,18 @@ def test_failed_logins_are_throttled_per_client(protected):
     assert b"too many failed attempts" in body
     # Anonymous requests are not counted and are not throttled: health checks go on.
     assert d.request("GET", "/healthz")[0] == 200
+
+
+def test_a_failed_login_cannot_write_a_log_line_of_its_own(protected):
+    """The failed-login warning names the decoded path: a percent-encoded newline in it stays
+    inside the warning's line instead of starting a forged one."""
+    d = protected
+    forged = "2026-12-02T00:00:00.000Z error shutterd: forged"
+    target = "/media%0A" + forged.replace(" ", "%20") + ".jpg"
+    assert d.request("GET", target, headers=bearer("wrong-token-000000000000"))[0] == 401
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any("authentication failed" in line for line in d.log_lines):
+        time.sleep(0.05)
+    warning = [line for line in d.log_lines if "authentication failed" in line]
+    assert warning and "\\n" + forged in warning[0], d.log_lines
+    assert not any(line.startswith(forged) for line in d.log_lines)
