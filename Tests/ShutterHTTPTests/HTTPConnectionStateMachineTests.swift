@@ -530,6 +530,36 @@ extension String {
         #expect(connection.accessLog.map(\.target) == ["/hello?deny", "/hello", "/nowhere"])
     }
 
+    /// A refused request is answered from its head: its body is never buffered (a megabyte a
+    /// connection otherwise, for a client with no credentials), nor asked for with `100 Continue`.
+    @Test func aRequestThePolicyRefusesIsAnsweredBeforeItsBody() throws {
+        struct RefuseDeny: HTTPRequestPolicy {
+            func evaluate(_ request: HTTPRequest, path: String, route: RouteMatch) -> HTTPPolicyDecision {
+                request.target.hasSuffix("?deny")
+                    ? .respond(HTTPError(.unauthorized, detail: "no").response(), loggedTarget: "/hello?-")
+                    : .proceed()
+            }
+        }
+        for expect in ["", "Expect: 100-continue\r\n"] {
+            let connection = EmbeddedConnection(router: try TestRoutes().router, policy: RefuseDeny()) {
+                $0.logRequests = true
+            }
+            connection.receive(
+                "POST /hello?deny HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\(expect)\r\n0123456789")
+            let text = connection.takeWritten()
+            #expect(text.hasPrefix("HTTP/1.1 401 Unauthorized\r\n"), "\(expect)")
+            #expect(text.contains("Connection: close\r\n"))
+            #expect(connection.dispatched.isEmpty)
+            #expect(connection.accessLog.map(\.target) == ["/hello?-"])
+        }
+        // One the policy lets through is read whole and asked about again, complete.
+        let connection = EmbeddedConnection(router: try TestRoutes().router, policy: RefuseDeny())
+        connection.receive("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        #expect(connection.takeWritten().isEmpty)
+        connection.receive("cd")
+        #expect(connection.dispatched.map(\.target) == ["/hello"])
+    }
+
     // MARK: Closing
 
     @Test func connectionCloseEndsWithALingeringCloseThatDiscardsInput() throws {

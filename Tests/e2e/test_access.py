@@ -329,3 +329,22 @@ def test_a_failed_login_cannot_write_a_log_line_of_its_own(protected):
     warning = [line for line in d.log_lines if "authentication failed" in line]
     assert warning and "\\n" + forged in warning[0], d.log_lines
     assert not any(line.startswith(forged) for line in d.log_lines)
+
+
+def test_a_refused_request_is_answered_before_its_body(protected):
+    """Without credentials, a POST is refused from its head: the daemon neither asks for nor
+    buffers the megabyte it announces, so a client cannot hold memory on every connection."""
+    d = protected
+    with socket.create_connection(("127.0.0.1", d.port), timeout=5) as sock:
+        sock.sendall(b"POST /snap HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n"
+                     b"Expect: 100-continue\r\n\r\n")
+        started = time.monotonic()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), data[:100]
+    assert b"Connection: close\r\n" in data
+    assert time.monotonic() - started < 2
