@@ -21,6 +21,8 @@ struct LinkRoutes: Sendable {
         _ = try QueryParameters(request, allowed: [])
         let expected =
             #"send {"path": "/media/{id}.jpg" or "/preview.mjpg" or "/preview.jpg", "expires_in": SECONDS}"#
+        // Which of two paths or lifetimes would be signed is the decoder's choice, not the client's.
+        try requireUniqueKeys(request.body)
         guard let fields = try? JSONDecoder().decode([String: JSONValue].self, from: Data(request.body))
         else {
             throw HTTPError(.badRequest, "invalid body", detail: "not a JSON object; \(expected)")

@@ -62,7 +62,8 @@ struct PreviewRoutes: Sendable {
             ?? ["image", "document", "iframe", "embed", "object"].contains(destination)
         let stream = PreviewStream(
             preview: preview, viewer: preview.makeViewer(framesPerSecond: framesPerSecond, width: width),
-            advanceHeaders: advanceHeaders, stallTimeoutMilliseconds: stallTimeoutMilliseconds)
+            advanceHeaders: advanceHeaders, stallTimeoutMilliseconds: stallTimeoutMilliseconds,
+            expiresAt: request.accessExpiresAt, clock: clock)
         return HTTPResponse(
             status: .ok,
             headers: [

@@ -80,19 +80,27 @@ final class PreviewStream: HTTPBodyStream, @unchecked Sendable {
     private let viewer: LivePreviewViewer<PreviewPart>
     private let advanceHeaders: Bool
     let stallTimeoutMilliseconds: Int?
+    /// The Unix second after which the stream ends (the signed link it was opened with
+    /// expires), or nil; read on `clock`.
+    private let expiresAt: Int64?
+    private let clock: any Clock
     private var writer: HTTPStreamWriter?
     private var preambleSent = false
 
     /// `advanceHeaders` sends each part's headers right after the previous frame, without
-    /// `Content-Length` (see `PreviewStream.advanceHeaders`).
+    /// `Content-Length` (see `PreviewStream.advanceHeaders`). With `expiresAt`, no frame is
+    /// sent after that Unix second: a link grants the preview until it expires, not for as long
+    /// as a viewer opened before then stays.
     init(
         preview: LivePreview<PreviewPart>, viewer: LivePreviewViewer<PreviewPart>, advanceHeaders: Bool,
-        stallTimeoutMilliseconds: Int
+        stallTimeoutMilliseconds: Int, expiresAt: Int64? = nil, clock: any Clock = SystemClock()
     ) {
         self.preview = preview
         self.viewer = viewer
         self.advanceHeaders = advanceHeaders
         self.stallTimeoutMilliseconds = stallTimeoutMilliseconds
+        self.expiresAt = expiresAt
+        self.clock = clock
     }
 
     var unsentByteLimit: Int? { Self.unsentByteLimit }
@@ -117,6 +125,8 @@ final class PreviewStream: HTTPBodyStream, @unchecked Sendable {
             return .chunks(advanceHeaders ? [Self.preamble, Self.advanceHeaders] : [Self.preamble])
         }
         guard let part = viewer.take() else { return .waiting }
+        // Checked as each frame is due, which a live camera makes often; a stalled one sends nothing anyway.
+        if let expiresAt, clock.wallMillisecondsNow() / 1000 > expiresAt { return .finished }
         if advanceHeaders { return .chunks([part.jpeg, Self.partEndWithAdvanceHeaders]) }
         return .chunks([part.head, part.jpeg, Self.partEnd])
     }

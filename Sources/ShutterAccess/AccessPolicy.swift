@@ -85,7 +85,9 @@ public final class AccessPolicy: HTTPRequestPolicy {
         if let links = settings.links, required <= .view, SignedLinks.isLinkable(path) {
             switch links.check(request, path: path, nowSeconds: clock.wallMillisecondsNow() / 1000) {
             case .absent: break
-            case .valid(let target): return .proceed(headers: cors, target: target)
+            // The expiry goes with the request: a stream it opens must end then too.
+            case .valid(let target, let expiresAt):
+                return .proceed(headers: cors, target: target, expiresAt: expiresAt)
             case .expired:
                 return .respond(
                     withHeaders(

@@ -40,8 +40,9 @@ public struct SignedLinks: Sendable {
     enum Check: Equatable {
         /// The request carries neither: it is not a signed link.
         case absent
-        /// A valid link; `target` is the request's target without `exp` and `sig`.
-        case valid(target: String)
+        /// A valid link until `expiresAt` (Unix seconds); `target` is the request's target
+        /// without `exp` and `sig`.
+        case valid(target: String, expiresAt: Int64)
         case expired
         /// Why the link is refused, safe to show the client.
         case invalid(String)
@@ -80,7 +81,7 @@ public struct SignedLinks: Sendable {
         // Checked after the signature, so a forged link learns nothing from the answer.
         guard nowSeconds <= expiresAt else { return .expired }
         let target = kept.isEmpty ? String(parts[0]) : "\(parts[0])?\(kept.joined(separator: "&"))"
-        return .valid(target: target)
+        return .valid(target: target, expiresAt: expiresAt)
     }
 
     /// `target` with the value of every `sig` parameter replaced by `-`, for the logs.

@@ -181,6 +181,8 @@ struct HTTPConnectionStateMachine {
     private var parser: HTTPRequestParser
     /// The parser said it needs more bytes; nothing is parsed until some arrive.
     private var parserNeedsBytes = false
+    /// The policy has seen the head whose body the parser is reading (see `refuseBeforeBody`).
+    private var headAwaitingBodyChecked = false
     private var slots: [Slot] = []
     private var outgoing: [Outgoing] = []
     private var outgoingIndex = 0
@@ -635,7 +637,13 @@ struct HTTPConnectionStateMachine {
         while !stopParsing && lingerDeadline == nil && !parserNeedsBytes && capacity > 0 {
             let action = parser.next()
             // A head is complete once the parser reads its body or has a request (or an error).
-            if parser.isReadingBody { awaitingFirstHeadSince = nil }
+            if parser.isReadingBody {
+                awaitingFirstHeadSince = nil
+                if !headAwaitingBodyChecked {
+                    headAwaitingBodyChecked = true
+                    if refuseBeforeBody(now: now) { return nil }
+                }
+            }
             switch action {
             case .needMoreData:
                 parserNeedsBytes = true
@@ -652,6 +660,7 @@ struct HTTPConnectionStateMachine {
                         interim: true, response: HTTPResponse(status: .continue)))
             case .request(let request):
                 awaitingFirstHeadSince = nil
+                headAwaitingBodyChecked = false
                 let startedAt = requestStartedAt ?? now
                 requestStartedAt = nil
                 if let action = dispatch(request, startedAt: startedAt) { return action }
@@ -671,6 +680,38 @@ struct HTTPConnectionStateMachine {
             Slot(
                 id: requestIDs.next(), method: .get, target: "-", version: .http11, keepAlive: false,
                 startedAt: startedAt, interim: false, response: error.response()))
+    }
+
+    /// Asks the policy about the request whose body has yet to arrive, and answers a refusal at
+    /// once, closing after it: otherwise a client with no credentials could make the server
+    /// buffer a body of up to `maxBodyBytes` on every connection it may open (a megabyte each,
+    /// hundreds of megabytes from one address) only to be refused once it had all arrived. A
+    /// request let through is asked again, complete, when it is dispatched.
+    private mutating func refuseBeforeBody(now: MonotonicInstant) -> Bool {
+        guard let policy, var request = parser.headAwaitingBody, let path = request.path else { return false }
+        request.peer = peer
+        let match = Self.routeMatch(router.resolve(method: request.method, path: path))
+        guard
+            case .respond(let response, let loggedTarget) = policy.evaluate(request, path: path, route: match)
+        else { return false }
+        // The body stays unread: the lingering close after the answer drains it.
+        stopParsing = true
+        slots.append(
+            Slot(
+                id: requestIDs.next(), method: request.method, target: loggedTarget ?? request.target,
+                version: request.version, keepAlive: false, startedAt: requestStartedAt ?? now,
+                interim: false,
+                response: response))
+        requestStartedAt = nil
+        return true
+    }
+
+    private static func routeMatch(_ resolution: Router.Resolution) -> RouteMatch {
+        switch resolution {
+        case .notFound: .notFound
+        case .methodNotAllowed(let allowed): .methodNotAllowed(allowed: allowed)
+        case .handler(_, _, let scope, _): .handler(scope: scope)
+        }
     }
 
     /// Queues a slot for `request`, answering what routing alone decides; returns the
@@ -694,20 +735,15 @@ struct HTTPConnectionStateMachine {
         }
         let resolution = router.resolve(method: request.method, path: path)
         if let policy {
-            let match: RouteMatch
-            switch resolution {
-            case .notFound: match = .notFound
-            case .methodNotAllowed(let allowed): match = .methodNotAllowed(allowed: allowed)
-            case .handler(_, _, let scope, _): match = .handler(scope: scope)
-            }
-            switch policy.evaluate(request, path: path, route: match) {
+            switch policy.evaluate(request, path: path, route: Self.routeMatch(resolution)) {
             case .respond(let response, let loggedTarget):
                 slot.response = response
                 if let loggedTarget { slot.target = loggedTarget }
                 slots.append(slot)
                 return nil
-            case .proceed(let headers, let target):
+            case .proceed(let headers, let target, let expiresAt):
                 slot.extraHeaders = headers
+                request.accessExpiresAt = expiresAt
                 if let target {
                     request.target = target
                     slot.target = target

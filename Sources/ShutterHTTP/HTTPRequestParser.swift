@@ -146,6 +146,17 @@ public struct HTTPRequestParser: Sendable {
     /// Bytes received and not yet consumed by a complete request.
     public var bufferedByteCount: Int { buffer.count - requestStart }
 
+    /// The request whose body is being read, without its body (nil otherwise): what it asks
+    /// can be refused before a megabyte of body is buffered for it.
+    public var headAwaitingBody: HTTPRequest? {
+        switch state {
+        case .fixedLengthBody(let head, _), .chunkedBody(let head, _):
+            return HTTPRequest(
+                method: head.method, target: head.target, version: head.version, headers: head.headers)
+        case .head, .failed: return nil
+        }
+    }
+
     /// Whether a request's head has been read and its body is being waited for.
     public var isReadingBody: Bool {
         switch state {

@@ -18,8 +18,10 @@ public enum RouteMatch: Sendable, Equatable {
 public enum HTTPPolicyDecision: Sendable {
     /// Go on as routing decided; `headers` are added to the response (CORS), and `target`, when
     /// set, replaces the request's target for the handler and the access log (a signed link's
-    /// signature is taken out, so it is neither parsed as a parameter nor logged).
-    case proceed(headers: HTTPHeaders = [:], target: String? = nil)
+    /// signature is taken out, so it is neither parsed as a parameter nor logged), and
+    /// `expiresAt`, when set, is the Unix second after which the grant ends (a signed link's
+    /// `exp`; see `HTTPRequest.accessExpiresAt`).
+    case proceed(headers: HTTPHeaders = [:], target: String? = nil, expiresAt: Int64? = nil)
     /// Answer with this instead of running anything; `loggedTarget`, when set, is what the
     /// access log shows instead of the target (a refused signed link's signature is not logged).
     case respond(HTTPResponse, loggedTarget: String? = nil)

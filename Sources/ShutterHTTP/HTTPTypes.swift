@@ -91,6 +91,10 @@ public struct HTTPRequest: Sendable {
     /// The id of this request in the response's `X-Request-Id` and in the logs (set by the
     /// server when it dispatches the request; empty in requests built by hand).
     public var id: String = ""
+    /// Unix seconds after which what the policy granted this request ends (a signed link's
+    /// `exp`), set by the server when it dispatches the request; nil when the grant has no end.
+    /// A response that outlives its request, a live stream, must stop then.
+    public var accessExpiresAt: Int64?
 
     public init(
         method: HTTPMethod, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:],

@@ -77,8 +77,12 @@ public enum LogLine {
         }
     }
 
-    /// Appends one field: ` key=value` (quoting a value that is empty or holds a space, `"` or
-    /// `=`), or `,"key":"value"`.
+    /// Appends one field: ` key=value` (quoting a value that is empty or holds a space, `"`,
+    /// `=` or a control character), or `,"key":"value"`.
+    ///
+    /// In a quoted value `"` and `\` are escaped, and control characters are written as JSON
+    /// writes them (`\n`, `\u001b`): values come from clients too (a decoded path, a `Host`),
+    /// and a raw newline would let one write a line of its own that reads as the daemon's.
     public static func appendField(to bytes: inout [UInt8], style: LogStyle, key: String, value: String) {
         if style.format == .json {
             bytes.append(UInt8(ascii: ","))
@@ -94,18 +98,14 @@ public enum LogLine {
         let needsQuotes =
             utf8.isEmpty
             || utf8.contains {
-                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=")
+                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 < 0x20
+                    || $0 == 0x7F
             }
         guard needsQuotes else {
             bytes += utf8
             return
         }
-        bytes.append(UInt8(ascii: "\""))
-        for byte in utf8 {
-            if byte == UInt8(ascii: "\"") { bytes.append(UInt8(ascii: "\\")) }
-            bytes.append(byte)
-        }
-        bytes.append(UInt8(ascii: "\""))
+        appendJSONString(to: &bytes, value)
     }
 
     /// Ends the line (without its newline).
@@ -141,7 +141,7 @@ public enum LogLine {
             case UInt8(ascii: "\n"): bytes += #"\n"#.utf8
             case UInt8(ascii: "\r"): bytes += #"\r"#.utf8
             case UInt8(ascii: "\t"): bytes += #"\t"#.utf8
-            case 0..<0x20:
+            case 0..<0x20, 0x7F:
                 bytes += #"\u00"#.utf8
                 bytes.append(hex[Int(byte >> 4)])
                 bytes.append(hex[Int(byte & 0x0F)])

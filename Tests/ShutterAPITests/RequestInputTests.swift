@@ -1,4 +1,5 @@
 import ShutterHTTP
+import ShutterTestSupport
 import Testing
 
 @testable import ShutterAPI
@@ -42,6 +43,19 @@ private func refusal(_ parse: () throws -> Void) -> HTTPError? {
         #expect(error?.status == .badRequest)
         #expect(error?.detail.contains("`brightness`") == true)
         #expect(refusal { _ = try CameraRoutes.decodeControlValues(body(#"{"brightness":10}"#)) } == nil)
+    }
+
+    @Test func aLinkBodyGivingAFieldTwiceIsRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try TestAPI(directory: directory)
+            // Which expiry would be signed depends on the decoder; the client must say one.
+            let refused = await api.respond(
+                .post, "/links",
+                body: body(#"{"path":"/media/7.jpg","expires_in":60,"expires_in":31622400}"#))
+            #expect(refused.status == .badRequest)
+            #expect(refused.text.contains("duplicate field"))
+            #expect(refused.text.contains("`expires_in`"))
+        }
     }
 
     @Test(arguments: ["0x5", "0x1p3", "inf", "-inf", "nan", "infinity", "1e1", "5.", ".5", "", "+5", " 5"])

@@ -223,13 +223,13 @@ import Testing
         // An actual request from the listed origin gets the headers, with its answer.
         let actual = with(["Origin": "https://dash.example.org", "Authorization": "Bearer \(Self.viewToken)"])
         guard
-            case .proceed(let headers, _) = policy.evaluate(
+            case .proceed(let headers, _, _) = policy.evaluate(
                 request(headers: actual), path: "/library", route: .handler(scope: .view))
         else { return #expect(Bool(false)) }
         #expect(headers["Access-Control-Allow-Origin"] == "https://dash.example.org")
         #expect(headers["Vary"] == "Origin")
         guard
-            case .proceed(let none, _) = policy.evaluate(
+            case .proceed(let none, _, _) = policy.evaluate(
                 request(
                     headers: with([
                         "Origin": "https://evil.example", "Authorization": "Bearer \(Self.viewToken)",
@@ -244,10 +244,12 @@ import Testing
         let now = clock.wallMillisecondsNow() / 1000
         let link = links.link(path: "/media/4.jpg", expiresAt: now + 30)
         guard
-            case .proceed(_, let target) = policy.evaluate(
+            case .proceed(_, let target, let expiresAt) = policy.evaluate(
                 request(.get, link), path: "/media/4.jpg", route: .handler(scope: .view))
         else { return #expect(Bool(false)) }
         #expect(target == "/media/4.jpg")
+        // The grant ends with the link, for a response that outlives the request (a stream).
+        #expect(expiresAt == now + 30)
         let moved = link.replacing("/media/4.jpg", with: "/media/5.jpg")
         guard
             case .respond(let refused, let logged) = policy.evaluate(

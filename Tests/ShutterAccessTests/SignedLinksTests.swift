@@ -20,8 +20,8 @@ import Testing
 
     @Test func aLinkIsValidForItsPathUntilItExpires() {
         let link = links.link(path: "/media/12.jpg", expiresAt: now + 60)
-        #expect(check(link) == .valid(target: "/media/12.jpg"))
-        #expect(check(link + "&width=320") == .valid(target: "/media/12.jpg?width=320"))
+        #expect(check(link) == .valid(target: "/media/12.jpg", expiresAt: now + 60))
+        #expect(check(link + "&width=320") == .valid(target: "/media/12.jpg?width=320", expiresAt: now + 60))
         let expiredLink = links.link(path: "/media/12.jpg", expiresAt: now - 1)
         #expect(check(expiredLink) == .expired)
     }

@@ -28,7 +28,7 @@ private final class EmbeddedConnection {
     /// Every byte written to the socket, in order.
     var written: [UInt8] = []
     /// Requests whose handler ran or was started, in dispatch order.
-    var dispatched: [(id: UInt64, target: String)] = []
+    var dispatched: [(id: UInt64, target: String, accessExpiresAt: Int64?)] = []
     /// `.task` requests waiting for `complete`.
     var pendingTasks: [UInt64] = []
     var interest: Machine.Interest = [.read, .readHangUp]
@@ -197,7 +197,7 @@ private final class EmbeddedConnection {
                 accept(Array(bytes.prefix(read)))
             }
         case .dispatch(let id, let request, let handler, let parameters):
-            dispatched.append((id, request.target))
+            dispatched.append((id, request.target, request.accessExpiresAt))
             switch handler {
             case .immediate(let handler):
                 let response =
@@ -500,13 +500,14 @@ extension String {
                     return .respond(HTTPError(.unauthorized, detail: "no").response())
                 }
                 let target = request.target.hasSuffix("?sig=secret") ? path : nil
+                let expiresAt: Int64? = target == nil ? nil : 1_800_000_000
                 let seen: String
                 switch route {
                 case .handler(let scope): seen = "route needs \(scope)"
                 case .notFound: seen = "no route"
                 case .methodNotAllowed: seen = "other methods"
                 }
-                return .proceed(headers: ["X-Policy": seen], target: target)
+                return .proceed(headers: ["X-Policy": seen], target: target, expiresAt: expiresAt)
             }
         }
         let connection = EmbeddedConnection(router: try TestRoutes().router, policy: TestPolicy()) {
@@ -525,6 +526,8 @@ extension String {
         #expect(responses.last?.contains("X-Policy: no route") == true)
         // The refused request never reached its handler; the rewritten one ran as `/hello`.
         #expect(connection.dispatched.map(\.target) == ["/hello"])
+        // The grant's end reaches the handler, for a stream that must stop then.
+        #expect(connection.dispatched.map(\.accessExpiresAt) == [1_800_000_000])
         #expect(connection.accessLog.map(\.target) == ["/hello?deny", "/hello", "/nowhere"])
     }
 
@@ -543,6 +546,36 @@ extension String {
             router: try TestRoutes().router, peer: PeerAddress(host: "192.0.2.1", isLoopback: false))
         remote.receive(withID)
         #expect(remote.takeWritten().contains("X-Request-Id: 1\r\n"))
+    }
+
+    /// A refused request is answered from its head: its body is never buffered (a megabyte a
+    /// connection otherwise, for a client with no credentials), nor asked for with `100 Continue`.
+    @Test func aRequestThePolicyRefusesIsAnsweredBeforeItsBody() throws {
+        struct RefuseDeny: HTTPRequestPolicy {
+            func evaluate(_ request: HTTPRequest, path: String, route: RouteMatch) -> HTTPPolicyDecision {
+                request.target.hasSuffix("?deny")
+                    ? .respond(HTTPError(.unauthorized, detail: "no").response(), loggedTarget: "/hello?-")
+                    : .proceed()
+            }
+        }
+        for expect in ["", "Expect: 100-continue\r\n"] {
+            let connection = EmbeddedConnection(router: try TestRoutes().router, policy: RefuseDeny()) {
+                $0.logRequests = true
+            }
+            connection.receive(
+                "POST /hello?deny HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\(expect)\r\n0123456789")
+            let text = connection.takeWritten()
+            #expect(text.hasPrefix("HTTP/1.1 401 Unauthorized\r\n"), "\(expect)")
+            #expect(text.contains("Connection: close\r\n"))
+            #expect(connection.dispatched.isEmpty)
+            #expect(connection.accessLog.map(\.target) == ["/hello?-"])
+        }
+        // One the policy lets through is read whole and asked about again, complete.
+        let connection = EmbeddedConnection(router: try TestRoutes().router, policy: RefuseDeny())
+        connection.receive("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        #expect(connection.takeWritten().isEmpty)
+        connection.receive("cd")
+        #expect(connection.dispatched.map(\.target) == ["/hello"])
     }
 
     // MARK: Closing

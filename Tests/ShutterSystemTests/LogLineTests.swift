@@ -14,7 +14,7 @@ import Testing
     @Test func textLinesAreKeyValue() {
         let text = line(LogStyle())
         #expect(
-            text.hasSuffix(#" warning shutterd: camera "failed" component=http error="a b"# + "\nc\" n=1"))
+            text.hasSuffix(#" warning shutterd: camera "failed" component=http error="a b\nc" n=1"#))
         #expect(text.first?.isNumber == true)
     }
 
@@ -25,6 +25,21 @@ import Testing
             json.hasSuffix(
                 #"","level":"warning","label":"shutterd","msg":"camera \"failed\"","component":"http","error":"a b\nc","n":"1"}"#
             ))
+    }
+
+    /// A value a client chose (a decoded path, a Host) cannot start a line of its own: a
+    /// forged line in the journal would look like the daemon's.
+    @Test func textValuesCannotBreakTheLine() {
+        let sink = RecordingLogSink()
+        let logger = Logger(label: "shutterd", level: .info, sink: sink, style: LogStyle())
+        logger.warning(
+            "authentication failed",
+            ["path": "/x\n2026-12-02T00:00:00.000Z error shutterd: forged", "cr": "a\rb", "bs": "c\\d\u{1b}"])
+        let text = sink.lines.joined()
+        #expect(!text.contains("\n") && !text.contains("\r") && !text.contains("\u{1b}"))
+        #expect(text.contains(#"path="/x\n2026-12-02T00:00:00.000Z error shutterd: forged""#))
+        #expect(text.contains(#"cr="a\rb""#))
+        #expect(text.contains(#"bs="c\\d\u001b""#))
     }
 
     @Test func journalLinesStartWithTheirSyslogPriority() {

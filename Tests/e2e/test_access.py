@@ -214,6 +214,28 @@ def test_signed_links_grant_view_for_one_path_until_they_expire(protected):
     assert status == 403 and b"expired" in body
 
 
+def test_a_preview_link_stream_ends_when_the_link_expires(protected):
+    """A link grants the live preview until it expires: a stream opened with it ends then,
+    instead of serving frames for as long as the viewer stays."""
+    d = protected
+    status, _, link = d.json("POST", "/links", body=json.dumps({"path": "/preview.mjpg", "expires_in": 2}),
+                             headers=bearer(ADMIN))
+    assert status == 201, link
+    with socket.create_connection(("127.0.0.1", d.port), timeout=10) as sock:
+        sock.sendall(f"GET {link['url']} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        started = time.monotonic()
+        data = b""
+        while time.monotonic() - started < 8:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        ended_after = time.monotonic() - started
+    assert data.startswith(b"HTTP/1.1 200 OK") and b"Content-Type: image/jpeg" in data
+    # The link's expiry is whole seconds, at most 2 s away, and frames come at 30 fps.
+    assert ended_after < 4, f"the stream outlived its link by {ended_after - 2:.1f} s"
+
+
 def test_links_survive_a_restart_and_the_key_is_private(make_daemon, token_file, tmp_path):
     data_dir = tmp_path / "d"
     d = make_daemon(["--auth-tokens", str(token_file)], data_dir=data_dir)
@@ -292,3 +314,37 @@ def test_failed_logins_are_throttled_per_client(protected):
     assert b"too many failed attempts" in body
     # Anonymous requests are not counted and are not throttled: health checks go on.
     assert d.request("GET", "/healthz")[0] == 200
+
+
+def test_a_failed_login_cannot_write_a_log_line_of_its_own(protected):
+    """The failed-login warning names the decoded path: a percent-encoded newline in it stays
+    inside the warning's line instead of starting a forged one."""
+    d = protected
+    forged = "2026-12-02T00:00:00.000Z error shutterd: forged"
+    target = "/media%0A" + forged.replace(" ", "%20") + ".jpg"
+    assert d.request("GET", target, headers=bearer("wrong-token-000000000000"))[0] == 401
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any("authentication failed" in line for line in d.log_lines):
+        time.sleep(0.05)
+    warning = [line for line in d.log_lines if "authentication failed" in line]
+    assert warning and "\\n" + forged in warning[0], d.log_lines
+    assert not any(line.startswith(forged) for line in d.log_lines)
+
+
+def test_a_refused_request_is_answered_before_its_body(protected):
+    """Without credentials, a POST is refused from its head: the daemon neither asks for nor
+    buffers the megabyte it announces, so a client cannot hold memory on every connection."""
+    d = protected
+    with socket.create_connection(("127.0.0.1", d.port), timeout=5) as sock:
+        sock.sendall(b"POST /snap HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n"
+                     b"Expect: 100-continue\r\n\r\n")
+        started = time.monotonic()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), data[:100]
+    assert b"Connection: close\r\n" in data
+    assert time.monotonic() - started < 2
