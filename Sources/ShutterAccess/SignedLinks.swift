@@ -131,16 +131,32 @@ public struct SignedLinks: Sendable {
             let digits = Array("0123456789abcdef")
             return "\(digits[Int(byte >> 4)])\(digits[Int(byte & 0x0F)])"
         }.joined()
-        let descriptor = try syscall("open \(path)") {
-            open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // Written aside, made durable, then renamed into place and the directory synced: a
+        // power cut during the first start leaves either no key or a whole one, never an empty
+        // file that would stop every later start.
+        let temporary = dataDirectory + "/." + keyFileName + ".tmp"
+        unlink(temporary)
+        let descriptor = try syscall("open \(temporary)") {
+            open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         }
-        defer { _ = closeDescriptor(descriptor) }
-        let bytes = Array((hex + "\n").utf8)
-        let written = try bytes.withUnsafeBytes { raw in
-            try syscall("write \(path)") { write(descriptor, raw.baseAddress, raw.count) }
+        do {
+            defer { _ = closeDescriptor(descriptor) }
+            let bytes = Array((hex + "\n").utf8)
+            let written = try bytes.withUnsafeBytes { raw in
+                try syscall("write \(temporary)") { write(descriptor, raw.baseAddress, raw.count) }
+            }
+            guard written == bytes.count else { throw SystemError(errno: EIO, call: "write \(temporary)") }
+            _ = try syscall("fsync \(temporary)") { fsync(descriptor) }
+        } catch {
+            unlink(temporary)
+            throw error
         }
-        guard written == bytes.count else { throw SystemError(errno: EIO, call: "write \(path)") }
-        _ = try syscall("fsync \(path)") { fsync(descriptor) }
+        _ = try syscall("rename \(temporary)") { rename(temporary, path) }
+        let directory = try syscall("open \(dataDirectory)") {
+            open(dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        defer { _ = closeDescriptor(directory) }
+        _ = try syscall("fsync \(dataDirectory)") { fsync(directory) }
         return SignedLinks(key: key)
     }
 

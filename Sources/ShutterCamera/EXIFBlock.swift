@@ -41,23 +41,23 @@ public struct EXIFBlock: Equatable, Sendable {
 
     /// `DateTimeOriginal`: local wall time as `YYYY:MM:DD HH:MM:SS`.
     var dateTimeOriginal: String {
-        let local = Self.floorDivide(takenAtMilliseconds, 1000).quotient + Int64(utcOffsetSeconds)
-        let (days, secondOfDay) = Self.floorDivide(local, 86_400)
+        let local = Timestamp.floorDivide(takenAtMilliseconds, 1000).quotient + Int64(utcOffsetSeconds)
+        let (days, secondOfDay) = Timestamp.floorDivide(local, 86_400)
         let (year, month, day) = Timestamp.civilDate(daysSince1970: days)
-        return "\(Self.pad(year, 4)):\(Self.pad(month, 2)):\(Self.pad(day, 2)) "
-            + "\(Self.pad(secondOfDay / 3600, 2)):\(Self.pad(secondOfDay / 60 % 60, 2)):\(Self.pad(secondOfDay % 60, 2))"
+        return "\(Timestamp.pad(year, 4)):\(Timestamp.pad(month, 2)):\(Timestamp.pad(day, 2)) "
+            + "\(Timestamp.pad(secondOfDay / 3600, 2)):\(Timestamp.pad(secondOfDay / 60 % 60, 2)):\(Timestamp.pad(secondOfDay % 60, 2))"
     }
 
     /// `SubSecTimeOriginal`: the milliseconds, three digits.
     var subSecTimeOriginal: String {
-        Self.pad(Self.floorDivide(takenAtMilliseconds, 1000).remainder, 3)
+        Timestamp.pad(Timestamp.floorDivide(takenAtMilliseconds, 1000).remainder, 3)
     }
 
     /// `OffsetTimeOriginal`: `+HH:MM` or `-HH:MM`.
     var offsetTimeOriginal: String {
         let minutes = abs(utcOffsetSeconds) / 60
-        return (utcOffsetSeconds < 0 ? "-" : "+") + Self.pad(Int64(minutes / 60), 2) + ":"
-            + Self.pad(Int64(minutes % 60), 2)
+        return (utcOffsetSeconds < 0 ? "-" : "+") + Timestamp.pad(Int64(minutes / 60), 2) + ":"
+            + Timestamp.pad(Int64(minutes % 60), 2)
     }
 
     /// The complete APP1 segment: marker, length, `Exif\0\0`, then the TIFF structure.
@@ -166,17 +166,6 @@ public struct EXIFBlock: Equatable, Sendable {
     static func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
     static func le32(_ value: UInt32) -> [UInt8] {
         [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)]
-    }
-
-    private static func floorDivide(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
-        let q = a / b
-        let r = a % b
-        return r < 0 ? (q - 1, r + b) : (q, r)
-    }
-
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 }
 

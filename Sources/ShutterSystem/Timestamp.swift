@@ -84,13 +84,16 @@ public enum Timestamp {
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
+    /// `a / b` and `a % b` rounded towards minus infinity, so times before 1970 and negative
+    /// offsets land on the right day.
+    public static func floorDivide(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
         let q = a / b
         let r = a % b
         return r < 0 ? (q - 1, r + b) : (q, r)
     }
 
-    private static func pad(_ value: Int64, _ width: Int) -> String {
+    /// `value` in decimal, with leading zeros to `width` digits.
+    public static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }

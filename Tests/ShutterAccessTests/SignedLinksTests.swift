@@ -75,6 +75,9 @@ import Testing
             var info = stat()
             #expect(stat(directory + "/" + SignedLinks.keyFileName, &info) == 0)
             #expect(info.st_mode & 0o777 == 0o600)
+            // Written aside and renamed: nothing but the key is left behind.
+            let names = try listDirectory(directory)
+            #expect(names == [SignedLinks.keyFileName])
             // Another data directory has another key: its links are not valid here.
             try await withTemporaryDirectory { other in
                 let stranger = try SignedLinks.loadOrCreate(dataDirectory: other)
@@ -84,4 +87,18 @@ import Testing
             }
         }
     }
+}
+
+/// The names in `path`, sorted.
+private func listDirectory(_ path: String) throws -> [String] {
+    guard let directory = opendir(path) else { throw SystemError(errno: errno, call: "opendir") }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
 }
