@@ -82,7 +82,9 @@ public final class AccessPolicy: HTTPRequestPolicy {
         case .notFound, .methodNotAllowed: required = .view
         }
         // Only where a link can be made: elsewhere `exp` and `sig` are the handler's to judge.
-        if let links = settings.links, required <= .view, SignedLinks.isLinkable(path) {
+        if let links = settings.links, required <= .view, request.target.utf8.contains(UInt8(ascii: "?")),
+            SignedLinks.isLinkable(path)
+        {
             switch links.check(request, path: path, nowSeconds: clock.wallMillisecondsNow() / 1000) {
             case .absent: break
             // The expiry goes with the request: a stream it opens must end then too.

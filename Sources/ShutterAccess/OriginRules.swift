@@ -42,6 +42,9 @@ public struct OriginRules: Sendable {
     /// DNS, RFC 6761 §6.3), or a name in `allowed_hosts`. HTTP/1.0 may omit it.
     func isAllowedHost(_ host: String?) -> Bool {
         guard let host else { return true }
+        // Every request asks this, nearly always with an IP literal: answered from the bytes,
+        // without building a single string (it was 3% of a media request's CPU).
+        if Self.isIPv4Authority(host.utf8) { return true }
         let name = Self.hostName(ofAuthority: host)
         if name.isEmpty { return false }
         if name.hasPrefix("[") { return name.hasSuffix("]") }
@@ -159,6 +162,38 @@ public struct OriginRules: Sendable {
         var name = name.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
         return name
+    }
+
+    /// Whether `authority` is `a.b.c.d` or `a.b.c.d:port`, each part 0 to 255 and the port digits.
+    static func isIPv4Authority(_ authority: String.UTF8View) -> Bool {
+        var parts = 0
+        var digits = 0
+        var value = 0
+        var inPort = false
+        for byte in authority {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                digits += 1
+                if !inPort {
+                    value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                    guard digits <= 3, value <= 255 else { return false }
+                } else if digits > 5 {
+                    return false
+                }
+            case UInt8(ascii: ".") where !inPort:
+                guard digits > 0, parts < 3 else { return false }
+                parts += 1
+                digits = 0
+                value = 0
+            case UInt8(ascii: ":") where !inPort:
+                guard digits > 0, parts == 3 else { return false }
+                inPort = true
+                digits = 0
+            default:
+                return false
+            }
+        }
+        return digits > 0 && parts == 3
     }
 
     private static func isIPv4Literal(_ name: String) -> Bool {

@@ -50,6 +50,8 @@ public struct SignedLinks: Sendable {
 
     /// Checks the signed-link parameters of `request` for `path` at `nowSeconds` (Unix time).
     func check(_ request: HTTPRequest, path: String, nowSeconds: Int64) -> Check {
+        // No query, no link: the common case, answered without splitting the target.
+        guard request.target.utf8.contains(UInt8(ascii: "?")) else { return .absent }
         let parts = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return .absent }
         var expiry: String?

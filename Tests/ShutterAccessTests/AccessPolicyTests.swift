@@ -162,6 +162,18 @@ import Testing
         }
     }
 
+    @Test func ipv4AuthoritiesAreRecognisedFromTheirBytes() {
+        for yes in ["127.0.0.1", "127.0.0.1:8080", "0.0.0.0:1", "255.255.255.255:65535", "10.1.2.3"] {
+            #expect(OriginRules.isIPv4Authority(yes.utf8), "\(yes)")
+        }
+        for no in [
+            "", "127.0.0", "127.0.0.1.", "256.0.0.1", "1.2.3.4:", "1.2.3.4:123456", "1.2.3.4.5", "a.b.c.d",
+            "127.0.0.1.nip.io", "1..2.3", "1.2.3.4:80:80", "0127.0.0.1", ":80",
+        ] {
+            #expect(!OriginRules.isIPv4Authority(no.utf8), "\(no)")
+        }
+    }
+
     @Test func crossSiteStateChangesAreRefusedAndScriptsAreNot() throws {
         let policy = try policy(anonymous: .admin, tokens: false, corsOrigins: ["https://dash.example.org"])
         let route = RouteMatch.handler(scope: .snap)
