@@ -5,8 +5,17 @@ import ShutterSystem
 /// Everything `shutterd` can be told, with its default. Each field is one key in
 /// `ConfigurationKey.all`, which the file, environment and flag readers share.
 public struct ShutterConfiguration: Sendable, Equatable {
-    public var listenHost = "127.0.0.1"
-    public var listenPort = 8080
+    /// Where to serve HTTP: TCP addresses and unix sockets.
+    public var listenAddresses: [ListenAddress] = [.tcp(host: "127.0.0.1", port: 8080)]
+    /// The first TCP address's host and port (the HTTP server's primary; tests read these).
+    public var listenHost: String {
+        for case .tcp(let host, _) in listenAddresses { return host }
+        return "127.0.0.1"
+    }
+    public var listenPort: Int {
+        for case .tcp(_, let port) in listenAddresses { return port }
+        return 0
+    }
     /// PEM certificate chain for HTTPS; nil serves plain HTTP. Always set together with `tlsKeyPath`.
     public var tlsCertificatePath: String?
     /// PEM private key of `tlsCertificatePath`.
@@ -145,20 +154,25 @@ extension ConfigurationKey {
     /// The keys of the daemon's core: listening, the camera, storage, HTTP limits, jobs.
     static let coreKeys: [ConfigurationKey] = [
         ConfigurationKey(
-            name: "listen", valueName: "HOST:PORT",
+            name: "listen", valueName: "LIST",
             help:
-                "address and port to serve HTTP on (numeric IPv4, or IPv6 in brackets: [::1]:8080); loopback unless you choose otherwise",
+                "where to serve HTTP, comma-separated: HOST:PORT (numeric IPv4, or IPv6 in brackets: [::1]:8080) or unix:/path (mode 0660, removed on exit); loopback unless you choose otherwise; systemd's socket activation replaces it",
             apply: { config, text in
-                guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-                    (0...65535).contains(port), colon != text.startIndex
-                else {
-                    throw ConfigurationError(
-                        "listen: '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)")
+                var addresses: [ListenAddress] = []
+                for part in text.split(separator: ",").map({ $0.trimmingSpaces() }) where !part.isEmpty {
+                    guard let address = ListenAddress(part) else {
+                        throw ConfigurationError(
+                            "listen: '\(part)' is not HOST:PORT or unix:/path (e.g. 127.0.0.1:8080, [::1]:8080, unix:/run/shutterd.sock)"
+                        )
+                    }
+                    addresses.append(address)
                 }
-                config.listenHost = String(text[..<colon])
-                config.listenPort = port
+                guard !addresses.isEmpty else {
+                    throw ConfigurationError("listen: give at least one address")
+                }
+                config.listenAddresses = addresses
             },
-            current: { "\($0.listenHost):\($0.listenPort)" }),
+            current: { $0.listenAddresses.map(\.description).joined(separator: ",") }),
         optionalPath(
             "tls_cert",
             "PEM certificate (chain) to serve HTTPS instead of HTTP with, together with tls_key; SIGHUP reloads both",

@@ -17,7 +17,9 @@ struct AccessSetup {
 
     /// Reads the token file and checks the combination; throws a `ConfigurationError` that says
     /// what to change.
-    init(configuration: ShutterConfiguration, logger: Logger) throws {
+    /// `listeners` are where the daemon will listen: the configured addresses, or what
+    /// systemd's socket activation passed.
+    init(configuration: ShutterConfiguration, listeners: [ListenAddress], logger: Logger) throws {
         let path = Self.tokenFilePath(configuration)
         if let path {
             let bytes: [UInt8]
@@ -41,10 +43,11 @@ struct AccessSetup {
         } catch {
             throw ConfigurationError(error.description)
         }
-        let loopback = Self.isLoopback(configuration.listenHost)
+        let exposed = listeners.filter { !$0.isLoopback }
+        let loopback = exposed.isEmpty
         if !loopback && tokens.isEmpty && !configuration.insecureNoAuth {
             throw ConfigurationError(
-                "listening on \(configuration.listenHost) without access tokens would let anyone who can reach it watch, snap and delete: give --auth-tokens FILE, or --insecure-no-auth to serve everyone anyway"
+                "listening on \(exposed[0]) without access tokens would let anyone who can reach it watch, snap and delete: give --auth-tokens FILE, or --insecure-no-auth to serve everyone anyway"
             )
         }
         switch configuration.anonymous {
@@ -55,7 +58,10 @@ struct AccessSetup {
         if !loopback && tokens.isEmpty {
             logger.warning(
                 "serving a non-loopback address without access tokens (--insecure-no-auth): anyone who can reach it may use everything",
-                ["address": configuration.listenHost, "anonymous": anonymous.description])
+                [
+                    "address": exposed.map(\.description).joined(separator: ","),
+                    "anonymous": anonymous.description,
+                ])
         }
     }
 
@@ -73,14 +79,6 @@ struct AccessSetup {
             return credentials + "/" + configured
         }
         return configured
-    }
-
-    /// Whether `host` (a numeric listen address) is loopback: 127.0.0.0/8 or ::1.
-    static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if bare == "::1" || bare == "0:0:0:0:0:0:0:1" || bare == "localhost" { return true }
-        let parts = bare.split(separator: ".")
-        return parts.count == 4 && parts[0] == "127"
     }
 
     private static func warnIfReadableByOthers(_ path: String, logger: Logger) {

@@ -61,7 +61,11 @@ public final class ShutterDaemon {
 
         let clock = SystemClock()
         // Checked before anything opens, so a refused setup starts nothing.
-        let access = try AccessSetup(configuration: configuration, logger: logger)
+        // systemd's listening sockets, when it started us for them, replace `listen`.
+        let activation = try SocketActivation(environment: environment)
+        let access = try AccessSetup(
+            configuration: configuration, listeners: activation?.addresses ?? configuration.listenAddresses,
+            logger: logger)
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
             retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes),
@@ -102,8 +106,7 @@ public final class ShutterDaemon {
                 httpMetrics: httpMetrics),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
-        httpConfiguration.host = configuration.listenHost
-        httpConfiguration.port = configuration.listenPort
+        httpConfiguration.listeners = configuration.listenAddresses
         httpConfiguration.logRequests = configuration.accessLog
         httpConfiguration.collectMetrics = true
         httpConfiguration.serverName = "shutterd/\(Self.version)"
@@ -115,7 +118,7 @@ public final class ShutterDaemon {
         let server = HTTPServer(
             configuration: httpConfiguration, router: api.router(), policy: policy,
             logger: logger.with("component", "http"), loop: loop, tls: tls, metrics: httpMetrics)
-        try server.start()
+        try server.start(inherited: activation?.descriptors ?? [])
         let notifier = SystemdNotifier(environment: environment, logger: logger.with("component", "systemd"))
         if let notifier {
             notifySystemd(notifier, capture: capture, preview: preview, loop: loop, clock: clock)
@@ -136,15 +139,16 @@ public final class ShutterDaemon {
                 "tokens": String(access.tokens.count), "token_file": access.tokenSource ?? "none",
                 "anonymous": access.anonymous.description,
             ])
-        logger.notice(
-            "listening",
-            [
-                "address": "\(configuration.listenHost):\(server.boundPort)",
-                "scheme": tls != nil ? "https" : "http",
-                "tls": tls != nil ? "on" : "off",
-                "data_dir": configuration.dataDirectory,
-                "version": Self.version,
-            ])
+        for address in server.boundAddresses {
+            let secure = tls != nil && !address.hasPrefix("unix:")
+            logger.notice(
+                "listening",
+                [
+                    "address": address, "scheme": secure ? "https" : "http", "tls": secure ? "on" : "off",
+                    "data_dir": configuration.dataDirectory, "version": Self.version,
+                    "socket_activation": activation != nil ? "yes" : "no",
+                ])
+        }
         // Until SIGTERM or SIGINT has let every request in flight finish (the grace period).
         loop.run()
         // Logged once everything else has stopped.

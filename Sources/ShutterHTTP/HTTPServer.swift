@@ -7,7 +7,7 @@ import ShutterSystem
 
 /// The HTTP/1.1 server: a listening socket and its connections, all owned by one event loop;
 /// HTTPS when it is given a `TLSContext`.
-public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
+public final class HTTPServer: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched only on `loop`'s thread;
     // other threads reach the server only through `loop.execute`.
     public let configuration: HTTPServerConfiguration
@@ -26,7 +26,8 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Requests by route and status class, with their latency, when `collectMetrics` is on.
     public let metrics: HTTPMetrics
 
-    private var listenDescriptor: Int32 = -1
+    /// The listening sockets (one per `listen` address, or those systemd passed).
+    private var listeners: [Listener] = []
     private var connections: [Int32: HTTPConnection] = [:]
     /// Open connections by client address, for `maxConnectionsPerPeer`; an address leaves
     /// when its last connection closes.
@@ -62,8 +63,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// The accept failure already logged; cleared by the next successful accept, so an
     /// episode of retries on every tick is logged once.
     private var loggedAcceptFailure: SystemError?
-    /// The port actually bound (useful with port 0).
+    /// The port the first TCP listener bound (useful with port 0).
     public private(set) var boundPort: Int = 0
+    /// Every address listened on, as bound (`127.0.0.1:8080`, `unix:/run/shutterd.sock`).
+    public private(set) var boundAddresses: [String] = []
 
     /// A server that will listen as `configuration` says, run on `loop`, and time everything on `clock`.
     public init(
@@ -92,44 +95,44 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     /// Number of open connections.
     public var connectionCount: Int { connections.count }
 
-    /// Binds and listens; call before `loop.run()` or on the loop thread.
-    public func start() throws {
-        let address = try SocketAddress(host: configuration.host, port: configuration.port)
-        let descriptor = try syscall("socket") {
-            socket(
-                address.family,
-                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        }
+    /// Binds and listens on every configured address, or takes over `inherited` listening
+    /// sockets (systemd's socket activation) instead; call before `loop.run()` or on the loop
+    /// thread. A failure closes whatever was opened.
+    public func start(inherited: [Int32] = []) throws {
         do {
-            var one: Int32 = 1
-            _ = try syscall("setsockopt(SO_REUSEADDR)") {
-                setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            if inherited.isEmpty {
+                let addresses =
+                    configuration.listeners.isEmpty
+                    ? [ListenAddress.tcp(host: configuration.host, port: configuration.port)]
+                    : configuration.listeners
+                for address in addresses { try listeners.append(Listener.bind(address, server: self)) }
+            } else {
+                for descriptor in inherited { try listeners.append(Listener.adopt(descriptor, server: self)) }
             }
-            _ = try address.withSockAddr { pointer, length in
-                try syscall("bind \(configuration.host):\(configuration.port)") {
-                    bind(descriptor, pointer, length)
-                }
+            for listener in listeners {
+                try loop.register(listener.descriptor, events: cshutter_epollin(), handler: listener)
             }
-            _ = try syscall("listen") { listen(descriptor, 1024) }
-            boundPort = try SocketAddress.localPort(of: descriptor)
-            try loop.register(descriptor, events: cshutter_epollin(), handler: self)
         } catch {
-            closeDescriptor(descriptor)
+            closeListeners()
             throw error
         }
-        listenDescriptor = descriptor
+        boundAddresses = listeners.map(\.name)
+        boundPort = listeners.first { !$0.isUnix }?.port ?? 0
         loop.onTick = { [unowned self] in self.checkDeadlines() }
         loop.afterEvents = { [unowned self] in self.accessLog.flush() }
+    }
+
+    /// Stops listening: each socket deregistered and closed, each unix socket file this server
+    /// made removed.
+    private func closeListeners() {
+        for listener in listeners { listener.close(loop: loop) }
+        listeners.removeAll()
     }
 
     /// Stops accepting, lets in-flight responses finish, then closes every connection and calls `completion`.
     public func shutdown(completion: @escaping () -> Void) {
         assert(loop.inEventLoop)
-        if listenDescriptor >= 0 {
-            loop.deregister(listenDescriptor)
-            closeDescriptor(listenDescriptor)
-            listenDescriptor = -1
-        }
+        closeListeners()
         shutdownCompletion = completion
         shutdownDeadline = clock.monotonicNow().advanced(
             by: UInt64(configuration.shutdownGraceMilliseconds) * 1_000_000)
@@ -137,9 +140,10 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         finishShutdownIfDone()
     }
 
-    /// Accepts every pending connection (the listening socket is readable).
-    public func handleEvents(_ events: UInt32) {
-        while listenDescriptor >= 0 {
+    /// Accepts every pending connection on `listener` (its socket is readable).
+    func acceptPending(on listener: Listener) {
+        let listenDescriptor = listener.descriptor
+        while listeners.contains(where: { $0 === listener }) {
             let accepted: IOResult<Int32>
             var peerStorage = sockaddr_storage()
             var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -178,16 +182,18 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
                 rejectOverLimit(descriptor, detail: "too many connections; try again later")
                 continue
             }
-            let peer = PeerAddress(storage: peerStorage)
+            // A unix socket's clients are on this machine; its file mode decided who they are.
+            let peer = listener.isUnix ? PeerAddress.unixSocket : PeerAddress(storage: peerStorage)
             if let peer,
                 connectionsByPeer[peer.host, default: 0] >= configuration.effectiveMaxConnectionsPerPeer
             {
                 refuseOverPeerLimit(descriptor, peer)
                 continue
             }
-            disableNagle(descriptor)
+            if !listener.isUnix { disableNagle(descriptor) }
             var tls: TLSTransport?
-            if let tlsContext {
+            // HTTPS on TCP; a unix socket stays plain (nothing crosses a network).
+            if let tlsContext, !listener.isUnix {
                 do {
                     tls = try TLSTransport(context: tlsContext, descriptor: descriptor, scratch: tlsScratch)
                 } catch {
@@ -294,7 +300,7 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
         }
         acceptPausedBy = error
         do {
-            try loop.modify(listenDescriptor, events: 0)
+            for listener in listeners { try loop.modify(listener.descriptor, events: 0) }
             socketCallSucceeded(.acceptInterest)
         } catch let error as SystemError {
             // The listening socket stays watched and wakes the loop again at once; accepting
@@ -304,9 +310,9 @@ public final class HTTPServer: EventLoopHandler, @unchecked Sendable {
     }
 
     private func resumeAccepting() {
-        guard acceptPausedBy != nil, listenDescriptor >= 0 else { return }
+        guard acceptPausedBy != nil, !listeners.isEmpty else { return }
         do {
-            try loop.modify(listenDescriptor, events: cshutter_epollin())
+            for listener in listeners { try loop.modify(listener.descriptor, events: cshutter_epollin()) }
             socketCallSucceeded(.acceptInterest)
             acceptPausedBy = nil
         } catch let error as SystemError {

@@ -4,6 +4,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var host: String = "127.0.0.1"
     /// TCP port; 0 picks a free one (tests).
     public var port: Int = 8080
+    /// Every address to listen on; empty means `host`:`port` alone.
+    public var listeners: [ListenAddress] = []
     /// Request size limits enforced by the parser.
     public var limits = HTTPParserLimits()
     /// Open connections beyond this are answered 503 and closed.

@@ -19,6 +19,9 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { host }
 
+    /// A client of a unix socket: on this machine, as the socket file's mode allowed.
+    public static let unixSocket = PeerAddress(host: "unix", isLoopback: true)
+
     /// The address in `storage` as filled by `accept4`, or nil for a family other than IP.
     init?(storage: sockaddr_storage) {
         var storage = storage

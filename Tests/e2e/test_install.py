@@ -36,7 +36,10 @@ def test_a_staged_install_and_its_removal(tmp_path):
     # here, so the copy it reads points at the staged binary.
     (tmp_path / "verify").mkdir()
     (tmp_path / "verify" / "shutterd.service").write_text(unit.replace("/usr/local/bin/shutterd", str(binary)))
-    verify = run("systemd-analyze", "verify", str(tmp_path / "verify" / "shutterd.service"))
+    (tmp_path / "verify" / "shutterd.socket").write_text((root / "etc/systemd/system/shutterd.socket").read_text())
+    verify = run(
+        "systemd-analyze", "verify", str(tmp_path / "verify" / "shutterd.service"),
+        str(tmp_path / "verify" / "shutterd.socket"))
     assert verify.returncode == 0 and verify.stderr == "", verify.stderr
     # The sandbox: systemd's own exposure score for the unit (0 is locked down, 10 is open).
     security = run("systemd-analyze", "security", "--offline=true", str(tmp_path / "verify" / "shutterd.service"))
@@ -60,6 +63,7 @@ def test_a_staged_install_and_its_removal(tmp_path):
     assert result.returncode == 0, result.stderr
     assert not binary.exists() and not page.exists()
     assert not (root / "etc/systemd/system/shutterd.service").exists()
+    assert not (root / "etc/systemd/system/shutterd.socket").exists()
     assert (root / "etc/shutterd.json").exists()
 
 
@@ -71,7 +75,8 @@ def test_the_debian_package_installs_runs_and_purges(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     deb = result.stdout.strip().splitlines()[-1]
     contents = run("dpkg-deb", "--contents", deb).stdout
-    for path in ("./usr/bin/shutterd", "./lib/systemd/system/shutterd.service", "./etc/shutterd.json",
+    for path in ("./usr/bin/shutterd", "./lib/systemd/system/shutterd.service",
+                 "./lib/systemd/system/shutterd.socket", "./etc/shutterd.json",
                  "./usr/share/man/man8/shutterd.8.gz"):
         assert path in contents, contents
     info = run("dpkg-deb", "--info", deb).stdout
