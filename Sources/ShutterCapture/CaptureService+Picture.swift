@@ -19,7 +19,7 @@ extension CaptureService {
             case .yuv(let captured): image = captured
             case .jpeg(let bytes):
                 // Text on the preview only: the picture is the camera's JPEG, untouched.
-                guard let pictureRenderer else {
+                guard pictureRenderer != nil else {
                     return frame.storedPicture(
                         jpeg: bytes, label: label, make: cameraDriver, model: cameraName, software: software)
                 }
