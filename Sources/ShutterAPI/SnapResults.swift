@@ -1,5 +1,5 @@
 import ShutterHTTP
-import Synchronization
+import ShutterSystem
 
 /// How `POST /snap` requests ended, counted for `/metrics`.
 public final class SnapResults: Sendable {
@@ -32,21 +32,17 @@ public final class SnapResults: Sendable {
         }
     }
 
-    private let counters: [Result: Counter] = Dictionary(
-        uniqueKeysWithValues: Result.allCases.map { ($0, Counter()) })
+    private let counters: [Result: AtomicCounter] = Dictionary(
+        uniqueKeysWithValues: Result.allCases.map { ($0, AtomicCounter()) })
 
     public init() {}
 
     func count(_ result: Result) {
-        counters[result]!.value.add(1, ordering: .relaxed)
+        counters[result]!.add()
     }
 
     /// How many snaps ended with `result`.
     public func count(of result: Result) -> UInt64 {
-        counters[result]!.value.load(ordering: .relaxed)
-    }
-
-    private final class Counter: Sendable {
-        let value = Atomic<UInt64>(0)
+        counters[result]!.count
     }
 }

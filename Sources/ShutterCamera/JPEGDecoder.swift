@@ -150,7 +150,8 @@ public enum JPEGDecoder {
         return handle
     }
 
-    fileprivate static func readHeader(_ jpeg: [UInt8], handle: tjhandle) throws -> (
+    /// The size and subsampling in `jpeg`'s header, read with `handle`.
+    static func readHeader(_ jpeg: [UInt8], handle: tjhandle) throws -> (
         width: Int, height: Int, subsampling: Int32
     ) {
         guard !jpeg.isEmpty else { throw JPEGError(call: "tjDecompressHeader3", message: "empty input") }

@@ -45,15 +45,8 @@ public final class JPEGTransformer {
     /// The lossless transform, or nil when the picture has partial MCU blocks.
     func lossless(_ jpeg: [UInt8]) throws -> (jpeg: [UInt8], width: Int, height: Int)? {
         guard !jpeg.isEmpty else { throw JPEGError(call: "tjTransform", message: "empty input") }
-        var width: Int32 = 0
-        var height: Int32 = 0
-        var subsampling: Int32 = 0
-        var colorspace: Int32 = 0
-        let header = jpeg.withUnsafeBufferPointer { source in
-            tjDecompressHeader3(
-                handle, source.baseAddress, UInt(source.count), &width, &height, &subsampling, &colorspace)
-        }
-        guard header == 0 else { throw JPEGError(call: "tjDecompressHeader3", handle: handle) }
+        let header = try JPEGDecoder.readHeader(jpeg, handle: handle)
+        let (width, height, subsampling) = (Int32(header.width), Int32(header.height), header.subsampling)
         guard Self.isWholeMCUs(width: Int(width), height: Int(height), subsampling: subsampling) else {
             return nil
         }

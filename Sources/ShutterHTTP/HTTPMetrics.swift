@@ -1,5 +1,4 @@
 import ShutterSystem
-import Synchronization
 
 /// Requests answered, by method, route pattern and status class, with a latency histogram per
 /// route: what `/metrics` shows about HTTP.
@@ -16,12 +15,8 @@ public final class HTTPMetrics: Sendable {
     /// One method and route's counts.
     final class Series: Sendable {
         /// Answers by status class: 1xx … 5xx.
-        let byClass: [Counter] = (0..<5).map { _ in Counter() }
+        let byClass: [AtomicCounter] = (0..<5).map { _ in AtomicCounter() }
         let latency = LatencyHistogram()
-    }
-
-    final class Counter: Sendable {
-        let value = Atomic<UInt64>(0)
     }
 
     struct Key: Hashable, Comparable {
@@ -47,7 +42,7 @@ public final class HTTPMetrics: Sendable {
             return made
         }
         let statusClass = min(max(status / 100, 1), 5) - 1
-        entry.byClass[statusClass].value.add(1, ordering: .relaxed)
+        entry.byClass[statusClass].add()
         entry.latency.observe(nanoseconds: nanoseconds)
     }
 
@@ -59,7 +54,7 @@ public final class HTTPMetrics: Sendable {
             "HTTP requests answered, by method, route pattern and status class.")
         for (key, entry) in all {
             for (index, counter) in entry.byClass.enumerated() {
-                let count = counter.value.load(ordering: .relaxed)
+                let count = counter.count
                 guard count > 0 else { continue }
                 text.sample(
                     "shutterd_http_requests_total",

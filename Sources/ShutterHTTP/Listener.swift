@@ -144,26 +144,15 @@ final class Listener: EventLoopHandler {
         let flags = try syscall("fcntl(F_GETFL)") { fcntl(descriptor, F_GETFL) }
         _ = try syscall("fcntl(F_SETFL)") { fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
         _ = try syscall("fcntl(F_SETFD)") { fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = try withUnsafeMutableBytes(of: &storage) { raw in
-            try syscall("getsockname") {
-                getsockname(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
-            }
-        }
-        if Int32(storage.ss_family) == AF_UNIX {
-            let path = withUnsafeBytes(of: storage) { raw -> String in
-                let pathBytes = raw.dropFirst(MemoryLayout<sa_family_t>.size).prefix { $0 != 0 }
-                return String(decoding: pathBytes, as: UTF8.self)
-            }
+        switch try SocketActivation.address(of: descriptor) {
+        case .unix(let path):
             return Listener(
                 descriptor: descriptor, name: "unix:\(path)", isUnix: true, port: 0, createdPath: nil,
                 server: server)
+        case .tcp(let host, let port):
+            return Listener(
+                descriptor: descriptor, name: "\(host):\(port)", isUnix: false, port: port, createdPath: nil,
+                server: server)
         }
-        let port = try SocketAddress.localPort(of: descriptor)
-        let host = PeerAddress(storage: storage)?.host ?? "?"
-        let name = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        return Listener(
-            descriptor: descriptor, name: name, isUnix: false, port: port, createdPath: nil, server: server)
     }
 }

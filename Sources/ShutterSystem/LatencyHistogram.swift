@@ -9,7 +9,7 @@ public final class LatencyHistogram: Sendable {
     private let boundsNanoseconds: [UInt64]
     // Relaxed atomics: a scrape may see an observation in one bucket before the sum: a
     // histogram read while it is written is off by at most the observations in flight.
-    private let buckets: [Counter]
+    private let buckets: [AtomicCounter]
     private let sumNanoseconds = Atomic<UInt64>(0)
     private let total = Atomic<UInt64>(0)
 
@@ -21,14 +21,14 @@ public final class LatencyHistogram: Sendable {
     public init(bounds: [Double] = LatencyHistogram.defaultBounds) {
         self.bounds = bounds
         boundsNanoseconds = bounds.map { UInt64($0 * 1e9) }
-        buckets = bounds.map { _ in Counter() }
+        buckets = bounds.map { _ in AtomicCounter() }
     }
 
     /// Counts one duration of `nanoseconds`.
     public func observe(nanoseconds: UInt64) {
         // Only the first bucket that holds it: the cumulative counts are summed when read.
         if let index = boundsNanoseconds.firstIndex(where: { nanoseconds <= $0 }) {
-            buckets[index].value.add(1, ordering: .relaxed)
+            buckets[index].add()
         }
         sumNanoseconds.add(nanoseconds, ordering: .relaxed)
         total.add(1, ordering: .relaxed)
@@ -38,7 +38,7 @@ public final class LatencyHistogram: Sendable {
     public var snapshot: (cumulative: [UInt64], count: UInt64, sumSeconds: Double) {
         var running: UInt64 = 0
         let cumulative = buckets.map { bucket -> UInt64 in
-            running += bucket.value.load(ordering: .relaxed)
+            running += bucket.count
             return running
         }
         let count = max(total.load(ordering: .relaxed), running)
@@ -46,9 +46,16 @@ public final class LatencyHistogram: Sendable {
     }
 }
 
-/// One atomic count in a box, since `Atomic` cannot be copied into an array.
-private final class Counter: Sendable {
-    let value = Atomic<UInt64>(0)
+/// One count that any thread adds to and reads (relaxed: read alone, for display), in a class
+/// because `Atomic` cannot be copied into an array or a dictionary.
+public final class AtomicCounter: Sendable {
+    private let value = Atomic<UInt64>(0)
+
+    public init() {}
+
+    public func add(_ count: UInt64 = 1) { value.add(count, ordering: .relaxed) }
+
+    public var count: UInt64 { value.load(ordering: .relaxed) }
 }
 
 /// The Prometheus text exposition format (version 0.0.4), written family by family:
