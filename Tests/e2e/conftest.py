@@ -39,7 +39,8 @@ class Daemon:
             [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
             preexec_fn=self.preexec_fn)
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
         if not self._listening.wait(timeout):
             self.process.kill()
             raise AssertionError("shutterd did not start:\n" + "\n".join(self.log_lines))
@@ -59,7 +60,24 @@ class Daemon:
         """Sends `sig` and returns the exit status."""
         if self.process.poll() is None:
             self.process.send_signal(sig)
-        return self.process.wait(timeout)
+        status = self.process.wait(timeout)
+        # The last lines may still be in the pipe: read them before anyone looks.
+        self._reader.join(timeout)
+        return status
+
+    def wait_for_log(self, *texts, timeout=10):
+        """The first log line holding every one of `texts`, waiting for it.
+
+        The daemon writes its log on a thread of its own, and this process reads it on another,
+        so a line caused by a request may arrive after the response: never look without waiting."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in list(self.log_lines):
+                if all(text in line for text in texts):
+                    return line
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines))
+            time.sleep(0.02)
 
     def connection(self, timeout=10):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)

@@ -96,7 +96,7 @@ def test_every_route_needs_its_scope_with_bearer_and_basic(protected):
     status, _, _ = d.request("GET", "/library", headers=bearer("not-a-real-token-0123456789"))
     assert status == 401
     assert not any("not-a-real-token" in line for line in d.log_lines)
-    assert any("authentication failed" in line and "peer=127.0.0.1" in line for line in d.log_lines)
+    d.wait_for_log("authentication failed", "peer=127.0.0.1")
 
 
 def test_curl_one_liners_work_with_tokens(protected):
@@ -126,7 +126,7 @@ def test_insecure_no_auth_serves_everyone_and_warns_at_every_start(make_daemon, 
     for _ in range(2):
         d = make_daemon(["--listen", "0.0.0.0:0", "--insecure-no-auth", "--size", "320x240"], data_dir=tmp_path / "d")
         assert d.json("POST", "/snap")[0] == 201
-        assert any("without access tokens" in line and "warning" in line for line in d.log_lines)
+        d.wait_for_log("without access tokens", "warning")
         d.stop()
 
 

@@ -61,7 +61,7 @@ def test_sigint_exits_zero(make_daemon):
 
 def test_logs_one_line_per_request_with_metadata(daemon):
     daemon.request("GET", "/healthz")
-    time.sleep(0.1)
+    daemon.wait_for_log(" request ", "target=/healthz")
     lines = [l for l in daemon.log_lines if " request " in l and "target=/healthz" in l]
     assert lines, daemon.log_lines
     line = lines[-1]

@@ -25,7 +25,7 @@ def test_tcp_and_a_unix_socket_at_once(make_daemon, tmp_path):
     result = curl_unix(sock, "http://localhost/snap", "-X", "POST")
     record = json.loads(result.stdout)
     assert record["id"] == 1, result.stdout + result.stderr
-    assert any("listening" in line and f"unix:{sock}" in line for line in d.log_lines)
+    d.wait_for_log("listening", f"unix:{sock}")
     assert d.stop() == 0
     assert not os.path.exists(sock)
 

@@ -164,5 +164,5 @@ def test_thumbnails_count_in_the_library_and_their_leftovers_go_at_start_up(make
     (thumbs / "999-64.jpg").write_bytes(thumbnail)
     d.start()
     assert sorted(os.listdir(thumbs)) == cached
-    assert any("unfinished thumbnail" in line for line in d.log_lines), d.log_lines
+    d.wait_for_log("unfinished thumbnail")
     assert d.json("GET", "/status")[2]["library"]["bytes"] == record["bytes"] + len(thumbnail)

@@ -71,15 +71,6 @@ def https_daemon(make_daemon, certificate):
     return make_daemon(TEST_PATTERN + ["--tls-cert", cert, "--tls-key", key, "--request-timeout-ms", "1000"])
 
 
-def wait_for_log(daemon, text, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(text in line for line in daemon.log_lines):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no log line with {text!r}:\n" + "\n".join(daemon.log_lines))
-
-
 def test_snap_and_picture_over_https_match_the_records_checksum(https_daemon, certificate):
     cert, _ = certificate
     ktls = kernel_tls_available()
@@ -95,7 +86,7 @@ def test_snap_and_picture_over_https_match_the_records_checksum(https_daemon, ce
     assert hashlib.sha256(picture.stdout).hexdigest() == record["sha256"]
     # The log and /status say TLS is on, and the first connection said how records are sent.
     assert any("listening" in line and "tls=on" in line for line in https_daemon.log_lines)
-    wait_for_log(https_daemon, "ktls_send=")
+    https_daemon.wait_for_log("ktls_send=")
     mode = next(line for line in https_daemon.log_lines if "ktls_send=" in line)
     if ktls:
         # With the kernel's TLS module the picture above went out by SSL_sendfile.
@@ -168,9 +159,7 @@ def test_tls_1_2_and_1_3_are_served_and_older_versions_refused(https_daemon, cer
          "-cipher", "DEFAULT@SECLEVEL=0"],
         input=b"", capture_output=True, timeout=10)
     assert offered.returncode != 0
-    wait_for_log(https_daemon, "TLS handshake failed")
-    assert any("TLS handshake failed" in line and "unsupported protocol" in line
-               for line in https_daemon.log_lines), "\n".join(https_daemon.log_lines)
+    https_daemon.wait_for_log("TLS handshake failed", "unsupported protocol")
 
 
 def test_plain_http_to_the_tls_port_gets_a_400_saying_use_https(https_daemon):
@@ -199,7 +188,7 @@ def test_a_client_that_sends_nothing_is_closed_after_the_request_timeout(https_d
         started = time.monotonic()
         assert sock.recv(1) == b""
         assert time.monotonic() - started < 3
-    wait_for_log(https_daemon, "TLS handshake not finished within the request timeout")
+    https_daemon.wait_for_log("TLS handshake not finished within the request timeout")
 
 
 def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tmp_path):
@@ -207,8 +196,7 @@ def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tm
     cert, key = make_certificate(directory, "live", 1)
     first = der(cert)
     daemon = make_daemon(TEST_PATTERN + ["--tls-cert", cert, "--tls-key", key])
-    assert any("TLS certificate" in line and 'subject="/CN=live"' in line and "expires=" in line
-               for line in daemon.log_lines), "\n".join(daemon.log_lines)
+    daemon.wait_for_log("TLS certificate", 'subject="/CN=live"', "expires=")
 
     # A keep-alive connection made with the first certificate.
     kept = http.client.HTTPSConnection("127.0.0.1", daemon.port, context=client_context(), timeout=10)
@@ -223,8 +211,7 @@ def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tm
     second = der(cert)
     assert second != first
     daemon.process.send_signal(signal.SIGHUP)
-    wait_for_log(daemon, "TLS certificate reloaded")
-    assert any("TLS certificate reloaded" in line and 'subject="/CN=renewed"' in line for line in daemon.log_lines)
+    daemon.wait_for_log("TLS certificate reloaded", 'subject="/CN=renewed"')
 
     with socket.create_connection(("127.0.0.1", daemon.port)) as raw:
         with client_context().wrap_socket(raw) as fresh:
@@ -239,7 +226,7 @@ def test_sighup_reloads_the_certificate_for_new_connections_only(make_daemon, tm
     with open(cert, "w") as broken:
         broken.write("not a certificate\n")
     daemon.process.send_signal(signal.SIGHUP)
-    wait_for_log(daemon, "TLS reload failed")
+    daemon.wait_for_log("TLS reload failed")
     with socket.create_connection(("127.0.0.1", daemon.port)) as raw:
         with client_context().wrap_socket(raw) as fresh:
             assert fresh.getpeercert(binary_form=True) == second

@@ -173,7 +173,7 @@ def test_auto_finds_the_camera(make_daemon):
     d = make_daemon(["--size", "640x480"], env=emucam_env())
     _, _, status = d.json("GET", "/status")
     assert status["camera"]["device"] == "/dev/video0"
-    assert any("using the first V4L2 capture device" in line for line in d.log_lines)
+    d.wait_for_log("using the first V4L2 capture device")
 
 
 def test_unplug_and_return(make_daemon):
@@ -196,6 +196,7 @@ def test_unplug_and_return(make_daemon):
     _, _, status = d.json("GET", "/status")
     assert status["camera"]["reopens"] >= 1
     # Logged once each, not once per retry.
+    d.wait_for_log("camera recovered")
     assert len([l for l in d.log_lines if "camera failed" in l]) <= 2
     assert len([l for l in d.log_lines if "camera recovered" in l]) == 1
 
@@ -205,7 +206,7 @@ def test_a_stalled_camera_is_reopened(make_daemon):
     # It stalls after 40 frames of every stream, so it keeps failing and being reopened:
     # catch it while frames flow again and snap then.
     wait_for(lambda: d.json("GET", "/status")[2]["camera"]["reopens"] >= 1, timeout=15)
-    assert any("stall" in line for line in d.log_lines if "camera failed" in line)
+    d.wait_for_log("camera failed", "stall")
     wait_for(lambda: d.request("GET", "/healthz")[0] == 200, timeout=15, step=0.02)
     assert d.json("POST", "/snap")[0] == 201
 
@@ -219,7 +220,7 @@ def test_open_errors_say_what_to_do(make_daemon, error, words):
     assert status == 503 and words in health["reason"], health
     status, _, body = d.json("POST", "/snap")
     assert status == 503 and words in body["detail"]
-    assert any(words in line for line in d.log_lines)
+    d.wait_for_log(words)
 
 
 def test_an_idle_camera_is_closed_and_warms_up_again_for_the_next_snap(make_daemon):
