@@ -1,4 +1,5 @@
 import ShutterHTTP
+import ShutterSystem
 import ShutterWeb
 
 /// `GET /`: the web page for a browser, the list of endpoints for everyone else.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import ShutterCatalog
 import ShutterHTTP
+import ShutterSystem
 
 /// `/library`: the catalog's records, paged, and one picture's record, deletion and `keep`.
 struct LibraryRoutes: Sendable {

@@ -15,6 +15,8 @@ enum CatalogSchema {
     /// taken before it need no rewrite. Version 3 stores the kind of a job's last failure beside
     /// its text, so nothing has to classify failures by their wording. Version 4 gives each
     /// picture the label it was taken with (a snap's or its job's), indexed for `?label=`.
+    /// Version 5 adds the event history behind `/events` and the outbox sinks, and each sink's
+    /// cursor into it.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
             // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
@@ -74,6 +76,24 @@ enum CatalogSchema {
                 sql: """
                     ALTER TABLE media ADD COLUMN label TEXT;
                     CREATE INDEX media_label ON media (label);
+                    """)
+        },
+        Migration(version: 5) { database in
+            // AUTOINCREMENT, as for media: an id is never handed out twice, even after the newest
+            // events are pruned, so a client's Last-Event-ID and a sink's cursor keep their meaning
+            // across restarts. `data` is the event's JSON object, as clients receive it.
+            try database.execute(
+                sql: """
+                    CREATE TABLE events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        type TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        data TEXT NOT NULL
+                    ) STRICT;
+                    CREATE TABLE sink_cursors (
+                        sink TEXT PRIMARY KEY,
+                        event_id INTEGER NOT NULL
+                    ) STRICT;
                     """)
         },
     ]

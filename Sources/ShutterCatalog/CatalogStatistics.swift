@@ -26,4 +26,9 @@ public final class CatalogCounters: Sendable {
 
     /// Pictures retention has removed since the catalog opened.
     public var picturesRemovedByRetention: UInt64 { removedByRetention.load(ordering: .relaxed) }
+
+    let eventsPruned = Atomic<UInt64>(0)
+
+    /// Events removed from the history by its count or age limit since the catalog opened.
+    public var eventsPrunedFromHistory: UInt64 { eventsPruned.load(ordering: .relaxed) }
 }

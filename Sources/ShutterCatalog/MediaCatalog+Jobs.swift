@@ -7,16 +7,18 @@ extension MediaCatalog {
         specJSON: String, label: String?, state: String, createdAt: Int64, startedAt: Int64
     ) throws -> JobRecord {
         do {
-            let id = try database.inTransaction {
+            let (record, event) = try database.inTransaction {
                 try database.cachedStatement(
                     sql:
                         "INSERT INTO jobs (spec, label, state, created_at, started_at) VALUES (?, ?, ?, ?, ?)"
                 ).execute(arguments: [specJSON, label, state, createdAt, startedAt])
-                return database.lastInsertedRowID
+                let record = JobRecord(
+                    id: database.lastInsertedRowID, specJSON: specJSON, label: label, state: state,
+                    createdAt: createdAt, startedAt: startedAt)
+                return (record, try insertEvent(.jobCreated, data: record.eventJSON))
             }
-            return JobRecord(
-                id: id, specJSON: specJSON, label: label, state: state, createdAt: createdAt,
-                startedAt: startedAt)
+            published([event])
+            return record
         } catch {
             throw CatalogError(error)
         }
@@ -30,14 +32,23 @@ extension MediaCatalog {
         finishedAt: Int64?
     ) throws -> Bool {
         do {
-            try database.cachedStatement(
-                sql: """
-                    UPDATE jobs SET state = ?, taken = ?, missed = ?, last_failure = ?, last_failure_kind = ?,
-                        finished_at = coalesce(finished_at, ?)
-                    WHERE id = ?
-                    """
-            ).execute(arguments: [state, taken, missed, lastFailure, lastFailureKind, finishedAt, id])
-            return database.changesCount > 0
+            let (exists, event) = try database.inTransaction { () throws -> (Bool, CatalogEvent?) in
+                let before = try job(id: id)
+                try database.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET state = ?, taken = ?, missed = ?, last_failure = ?, last_failure_kind = ?,
+                            finished_at = coalesce(finished_at, ?)
+                        WHERE id = ?
+                        """
+                ).execute(arguments: [state, taken, missed, lastFailure, lastFailureKind, finishedAt, id])
+                guard let before, let after = try job(id: id) else { return (false, nil) }
+                // Progress the job already reported is not news: a resumed job rewrites its row.
+                guard after != before else { return (true, nil) }
+                let ended = before.finishedAt == nil && after.finishedAt != nil
+                return (true, try insertEvent(ended ? .jobEnded : .jobUpdated, data: after.eventJSON))
+            }
+            if let event { published([event]) }
+            return exists
         } catch {
             throw CatalogError(error)
         }

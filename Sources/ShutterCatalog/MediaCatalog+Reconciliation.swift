@@ -8,7 +8,8 @@ extension MediaCatalog {
     ///   interrupted after it: removed, since no client was ever told about it or it is deleted.
     /// - A row whose file is gone describes a picture nobody can fetch: removed from the catalog.
     static func reconcile(
-        database: Database, files: MediaDirectory, listing: MediaDirectory.Listing, logger: Logger
+        database: Database, files: MediaDirectory, listing: MediaDirectory.Listing, logger: Logger,
+        nowWallMillis: Int64
     ) throws -> ReconciliationReport {
         for name in listing.temporaryFiles.sorted() {
             try files.remove(named: name)
@@ -38,6 +39,10 @@ extension MediaCatalog {
                 let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
                 for id in missingIDs {
                     try statement.execute(arguments: [id])
+                    // Clients that listed it hear that it is gone, like any other delete.
+                    _ = try insertEvent(
+                        database, .pictureDeleted, at: nowWallMillis,
+                        data: pictureDeletedJSON(id: id, reason: .missingFile))
                 }
             }
             for id in missingIDs {

@@ -40,6 +40,7 @@ extension MediaCatalog {
         let oldEnough = nowWallMillis.subtractingReportingOverflow(max(0, policy.minimumAgeMilliseconds))
             .partialValue
         var removed: [(id: Int64, bytes: Int64)] = []
+        var events: [CatalogEvent] = []
         do {
             if let maxAge = policy.maxAgeMilliseconds {
                 let expired = nowWallMillis.subtractingReportingOverflow(max(0, maxAge)).partialValue
@@ -70,11 +71,17 @@ extension MediaCatalog {
                 }
             }
             guard !removed.isEmpty else { return [] }
-            try database.inTransaction {
+            events = try database.inTransaction {
                 let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
-                for row in removed {
+                var events: [CatalogEvent] = []
+                events.reserveCapacity(removed.count)
+                for row in removed.sorted(by: { $0.id < $1.id }) {
                     try statement.execute(arguments: [row.id])
+                    events.append(
+                        try insertEvent(
+                            .pictureDeleted, data: pictureDeletedJSON(id: row.id, reason: .retention)))
                 }
+                return events
             }
         } catch {
             throw CatalogError(error)
@@ -83,6 +90,7 @@ extension MediaCatalog {
         storedCount -= removed.count
         storedBytes -= removed.reduce(0) { $0 + $1.bytes }
         changeCounter += 1
+        published(events)
         // The rows are gone, so the pictures are gone for every client; a file that stays is an
         // orphan the next open removes.
         for row in removed {
@@ -168,12 +176,34 @@ extension MediaCatalog {
     /// Records why pictures are refused for space now (nil: they are not), and when it was found.
     func noteSpaceShortage(_ reason: String?) {
         let now = clock.monotonicNow()
-        space.withLock {
-            $0.reason = reason
-            $0.checkedAt = now
-            $0.refreshing = false
+        let before = space.withLock { state -> String? in
+            let before = state.reason
+            state.reason = reason
+            state.checkedAt = now
+            state.refreshing = false
+            return before
+        }
+        let state = Self.storageState(reason)
+        guard state != Self.storageState(before) else { return }
+        var object = JSONObjectWriter()
+        object.field("state", state)
+        object.field("reason", reason)
+        do {
+            try recordEvent(.storageState, data: object.finished())
+        } catch {
+            // On a full disk the event may not fit either; the state is still in /healthz.
+            logger.warning("could not record the storage state", ["state": state, "error": "\(error)"])
         }
     }
+
+    /// `ok`, `low` (under the free-space floor) or `full`, as `storage.state` says it.
+    static func storageState(_ shortage: String?) -> String {
+        guard let shortage else { return "ok" }
+        return shortage == fullDiskReason ? "full" : "low"
+    }
+
+    /// The shortage of a disk with no room at all.
+    static let fullDiskReason = "the disk is full"
 
     /// Looks at the disk again: below `minimumFreeBytes` free (or nothing free at all, with the
     /// floor off) is a shortage. A failing statvfs leaves the last finding.
@@ -192,7 +222,7 @@ extension MediaCatalog {
             return
                 "\(available) bytes free on the media file system, under the floor of \(minimumFreeBytes) (min_free_bytes)"
         }
-        if minimumFreeBytes == 0, available == 0 { return "the disk is full" }
+        if minimumFreeBytes == 0, available == 0 { return fullDiskReason }
         return nil
     }
 

@@ -52,6 +52,10 @@ public actor MediaCatalog {
     nonisolated let space = LockedValue(SpaceShortage())
     /// Counts for `/metrics`, read from any thread.
     public nonisolated let counters = CatalogCounters()
+    /// Every committed event, as a batch per transaction, in id order, on the catalog's thread:
+    /// subscribers must return at once (see `Broadcast`).
+    public nonisolated let eventFeed = Broadcast<[CatalogEvent]>()
+    var eventHistory: EventHistory
     let clock: any Clock
 
     /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.
@@ -60,7 +64,7 @@ public actor MediaCatalog {
     /// retention the time.
     public init(
         dataDirectory: String, logger: Logger, retention: RetentionPolicy? = nil, minimumFreeBytes: Int64 = 0,
-        clock: any Clock = SystemClock()
+        eventHistoryLimits: EventHistoryLimits = EventHistoryLimits(), clock: any Clock = SystemClock()
     ) throws {
         do {
             guard !dataDirectory.isEmpty else { throw CatalogError.invalidArgument("dataDirectory is empty") }
@@ -76,10 +80,12 @@ public actor MediaCatalog {
             // whose id sqlite_sequence never saw.
             let largestUsed = max(try Self.largestIDInDatabase(database), listing.largestID)
             var report = try Self.reconcile(
-                database: database, files: files, listing: listing, logger: logger)
+                database: database, files: files, listing: listing, logger: logger,
+                nowWallMillis: clock.wallMillisecondsNow())
             let totals = try Self.totals(database)
             let thumbnails = try Self.reconcileThumbnails(database: database, files: files, logger: logger)
             report.removedThumbnailFiles = thumbnails.removed
+            let history = try Self.loadEventHistory(database, limits: eventHistoryLimits)
 
             self.executor = executor
             self.dataDirectory = dataDirectory
@@ -93,6 +99,7 @@ public actor MediaCatalog {
             self.retention = retention
             self.minimumFreeBytes = minimumFreeBytes
             self.clock = clock
+            self.eventHistory = history
             self.storedCount = totals.count
             self.storedBytes = totals.totalBytes
             self.thumbnailSizes = thumbnails.sizes
@@ -147,16 +154,17 @@ public actor MediaCatalog {
                 try files.store(jpeg, id: id)
             } catch {
                 let failure = CatalogError(error)
-                if failure.isStorageFull { noteSpaceShortage("the disk is full") }
+                if failure.isStorageFull { noteSpaceShortage(Self.fullDiskReason) }
                 throw failure
             }
         } catch {
             let failure = CatalogError(error)
-            if failure.isStorageFull { noteSpaceShortage("the disk is full") }
+            if failure.isStorageFull { noteSpaceShortage(Self.fullDiskReason) }
             throw failure
         }
+        let created: CatalogEvent
         do {
-            try database.inTransaction {
+            created = try database.inTransaction {
                 try database.cachedStatement(
                     sql: """
                         INSERT INTO media (id, taken_at, width, height, bytes, sha256, source, job_id, keep, label)
@@ -166,6 +174,7 @@ public actor MediaCatalog {
                     record.id, record.takenAt, record.width, record.height, record.bytes, record.sha256,
                     record.source, record.jobID, record.keep, record.label,
                 ])
+                return try insertEvent(.pictureCreated, data: record.json)
             }
         } catch let insertError {
             // Without the row the file is an orphan; if this removal fails too, the next open does it.
@@ -176,7 +185,7 @@ public actor MediaCatalog {
                     "could not remove the file of a failed add", ["id": String(id), "error": "\(error)"])
             }
             if CatalogError(insertError).isStorageFull {
-                noteSpaceShortage("the disk is full")
+                noteSpaceShortage(Self.fullDiskReason)
                 reclaimDatabaseSpace()
             }
             throw CatalogError(insertError)
@@ -186,6 +195,7 @@ public actor MediaCatalog {
         storedBytes += Int64(record.bytes)
         // Stored, so there was room: whatever a full disk said before no longer holds.
         noteSpaceShortage(nil)
+        published([created])
         applyRetentionIfExceeded()
         return record
     }
@@ -259,23 +269,35 @@ public actor MediaCatalog {
                     { try $0.decode(Int64.self, at: 0) })
             else { return false }
             let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
+            // The row and its event in one transaction: no client hears of a delete that did not
+            // happen, or misses one that did.
+            let deleteRow = { () throws -> CatalogEvent? in
+                try self.database.inTransaction {
+                    try statement.execute(arguments: [id])
+                    guard self.database.changesCount > 0 else { return nil }
+                    return try self.insertEvent(
+                        .pictureDeleted, data: pictureDeletedJSON(id: id, reason: .request))
+                }
+            }
+            var deleted: CatalogEvent?
             do {
-                try statement.execute(arguments: [id])
+                deleted = try deleteRow()
             } catch let error where CatalogError(error).isStorageFull {
                 // On a full disk even a DELETE needs room in the WAL, and deleting is how a user makes
                 // room. Removing the file first frees it; a crash before the row goes leaves a row
                 // without a file, which the next open removes like any other.
                 try files.remove(id: id)
                 reclaimDatabaseSpace()
-                try statement.execute(arguments: [id])
+                deleted = try deleteRow()
             }
-            guard database.changesCount > 0 else { return false }
+            guard let deleted else { return false }
             storedCount -= 1
             storedBytes -= bytes
+            changeCounter += 1
+            published([deleted])
         } catch {
             throw CatalogError(error)
         }
-        changeCounter += 1
         // The row is gone, so the delete has happened for every client; a file that will not go away
         // is an orphan the next open removes, not a failure to report.
         do {
@@ -342,12 +364,17 @@ public actor MediaCatalog {
     /// Marks the picture with `id` as kept (or not) by retention; nil if there is none.
     public func setKeep(id: Int64, keep: Bool) throws -> MediaRecord? {
         do {
-            try database.cachedStatement(sql: "UPDATE media SET keep = ? WHERE id = ?")
-                .execute(arguments: [keep, id])
-            guard database.changesCount > 0 else { return nil }
+            let updated = try database.inTransaction { () throws -> (MediaRecord, CatalogEvent)? in
+                try database.cachedStatement(sql: "UPDATE media SET keep = ? WHERE id = ?")
+                    .execute(arguments: [keep, id])
+                guard database.changesCount > 0, let record = try record(id: id) else { return nil }
+                return (record, try insertEvent(.pictureUpdated, data: record.json))
+            }
+            guard let (record, event) = updated else { return nil }
             // Listings show `keep`, so their ETags must change with it.
             changeCounter += 1
-            return try record(id: id)
+            published([event])
+            return record
         } catch {
             throw CatalogError(error)
         }

@@ -1,3 +1,5 @@
+import ShutterSystem
+
 /// An error that knows how to answer a client: its status and a message safe to show.
 ///
 /// Handlers throw these for bad input; any other error is logged and becomes a
@@ -36,26 +38,5 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable {
         self.error = error ?? status.reason.lowercased()
         self.detail = detail
         self.headers = headers
-    }
-}
-
-/// JSON string quoting (RFC 8259 §7) for the few bodies built without an encoder.
-public enum JSONString {
-    public static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

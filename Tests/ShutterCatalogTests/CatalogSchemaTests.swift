@@ -10,7 +10,7 @@ import Testing
             #expect(try database.userVersion() == 0)
             try CatalogSchema.migrate(database)
             #expect(try database.userVersion() == CatalogSchema.latestVersion)
-            #expect(CatalogSchema.latestVersion == 4)
+            #expect(CatalogSchema.latestVersion == 5)
             try CatalogSchema.migrate(database)
             let columns = try database.fetchAll(
                 sql: "SELECT name, \"notnull\" FROM pragma_table_info('media')"

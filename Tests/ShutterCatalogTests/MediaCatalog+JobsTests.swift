@@ -57,7 +57,10 @@ import Testing
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
                 try database.execute(
-                    sql: "DROP TABLE jobs; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label")
+                    sql: """
+                        DROP TABLE events; DROP TABLE sink_cursors;
+                        DROP TABLE jobs; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label
+                        """)
                 try database.setUserVersion(1)
             }
             let catalog = try MediaCatalog.open(directory)
@@ -86,6 +89,7 @@ import Testing
                 let database = try Database(path: "\(directory)/catalog.sqlite")
                 try database.execute(
                     sql: """
+                        DROP TABLE events; DROP TABLE sink_cursors;
                         ALTER TABLE jobs DROP COLUMN last_failure_kind;
                         DROP INDEX media_label;
                         ALTER TABLE media DROP COLUMN label;
@@ -113,9 +117,13 @@ import Testing
             // Turn the file back into what version 3 wrote.
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "DROP INDEX media_label; ALTER TABLE media DROP COLUMN label")
+                try database.execute(
+                    sql:
+                        "DROP TABLE events; DROP TABLE sink_cursors; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label"
+                )
                 try database.setUserVersion(3)
             }
+            // (Version 4 to 5 adds the event history: aVersion4DatabaseGainsAnEmptyEventHistory.)
             let catalog = try MediaCatalog.open(directory)
             #expect(catalog.reconciliation.isClean)
             #expect(try await catalog.page(after: 0, limit: 10).items == added)

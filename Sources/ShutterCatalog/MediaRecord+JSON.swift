@@ -1,12 +1,12 @@
-import ShutterCatalog
 import ShutterSystem
 
 extension MediaRecord {
     /// Where the JPEG is served.
-    var mediaURL: String { "/media/\(id).jpg" }
+    public var mediaURL: String { "/media/\(id).jpg" }
 
-    /// The record as the API shows it.
-    var json: String {
+    /// The record as the API shows it, and as `picture.*` events carry it: one representation,
+    /// so a script that reads both sees the same fields.
+    public var json: String {
         var object = JSONObjectWriter()
         object.field("id", id)
         object.field("taken_at", Timestamp.iso8601(millisecondsSince1970: takenAt))
