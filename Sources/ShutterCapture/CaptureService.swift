@@ -154,6 +154,14 @@ public actor CaptureService {
         if awake { shared.wakeup.signal() }
     }
 
+    /// Calls `handler` on the capture thread with each phase the capture thread enters, and the
+    /// failure that stands at that moment; it must return at once. Until the subscription ends.
+    public nonisolated func observePhases(
+        _ handler: @escaping @Sendable (CapturePhase, CaptureError?) -> Void
+    ) -> Broadcast<CapturePhase>.Subscription {
+        shared.phase.changes.subscribe { [shared] phase in handler(phase, shared.exchange.failure) }
+    }
+
     /// Returns once the capture thread is in `phase`: at once if it is now, else when it next
     /// enters it (a phase entered and left before the call is not seen).
     public nonisolated func reached(_ phase: CapturePhase) async {

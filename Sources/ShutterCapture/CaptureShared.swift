@@ -87,17 +87,22 @@ final class PhaseSignal: Sendable {
         (.opening, []))
 
     var current: CapturePhase { state.withLock { $0.phase } }
+    /// Every phase entered, on the capture thread.
+    let changes = Broadcast<CapturePhase>()
 
     /// Called by the capture thread as it moves on.
     func enter(_ phase: CapturePhase) {
+        var changed = false
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard state.phase != phase else { return [] }
+            changed = true
             state.phase = phase
             let ready = state.waiters.filter { $0.0 == phase }.map(\.1)
             state.waiters.removeAll { $0.0 == phase }
             return ready
         }
         for waiter in ready { waiter.resume() }
+        if changed { changes.publish(phase) }
     }
 
     /// Returns once the thread is in `phase`: at once if it is now, else when it next enters it

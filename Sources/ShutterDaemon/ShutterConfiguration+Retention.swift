@@ -10,4 +10,11 @@ extension ShutterConfiguration {
             minimumAgeMilliseconds: Int64(retentionMinAgeSeconds) * 1000)
         return policy.isUnlimited ? nil : policy
     }
+
+    /// How much event history the catalog keeps, from the `outbox_*` keys.
+    public var eventHistoryLimits: EventHistoryLimits {
+        EventHistoryLimits(
+            maxEvents: outboxMaxEvents,
+            maxAgeMilliseconds: outboxMaxAgeSeconds > 0 ? Int64(outboxMaxAgeSeconds) * 1000 : nil)
+    }
 }

@@ -59,6 +59,10 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var retentionMinAgeSeconds = 60
     /// The free bytes a snap must leave on the disk (0: off).
     public var minFreeBytes = 67_108_864
+    /// The most events the history (the replay window of `/events`, the outbox of the sinks) keeps.
+    public var outboxMaxEvents = 100_000
+    /// Events older than this many seconds leave the history (0: no age limit).
+    public var outboxMaxAgeSeconds = 604_800
     /// The token file (`SCOPE TOKEN` lines); empty: none, unless systemd passed credentials.
     public var authTokensPath = ""
     /// What a request without credentials may do; nil: `admin` on loopback without tokens,
@@ -297,6 +301,14 @@ extension ConfigurationKey {
             "min_free_bytes", "BYTES",
             "a snap that would leave less free disk than this is refused with 507, storing nothing (0: off)",
             range: 0...Int.max, \.minFreeBytes),
+        integer(
+            "outbox_max_events", "N",
+            "the most events kept for /events replay and for sinks that are behind; the oldest go first",
+            range: 1...100_000_000, \.outboxMaxEvents),
+        integer(
+            "outbox_max_age_s", "S",
+            "events older than this leave the history, delivered or not (0: no age limit)",
+            range: 0...Int(Int32.max), \.outboxMaxAgeSeconds),
         integer(
             "max_connections", "N",
             "open HTTP connections; more are answered 503 (lowered to fit the descriptor limit, with a warning)",

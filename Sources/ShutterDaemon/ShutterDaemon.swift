@@ -69,7 +69,7 @@ public final class ShutterDaemon {
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
             retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes),
-            clock: clock)
+            eventHistoryLimits: configuration.eventHistoryLimits, clock: clock)
         let cameraPath = chooseCameraPath()
         let capture = try CaptureService(
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
@@ -78,8 +78,10 @@ public final class ShutterDaemon {
             orientation: configuration.orientation, overlay: configuration.overlay.captureOverlay,
             clock: clock,
             software: "shutterd \(Self.version)", logger: logger.with("component", "capture"))
+        let cameraStates = recordCameraStates(capture, in: catalog)
         try blockingAwait { try await capture.start() }
         stopInReverse.append { blockingAwait { await capture.stop() } }
+        stopInReverse.append { cameraStates.cancel() }
 
         let jobs = JobService(
             camera: capture, catalog: catalog, clock: clock,
@@ -154,6 +156,34 @@ public final class ShutterDaemon {
         // Logged once everything else has stopped.
         stopInReverse.insert({ [logger] in logger.notice("stopped") }, at: 0)
         return 0
+    }
+
+    /// Records the camera's state changes as `camera.state` events, in the order they happened.
+    ///
+    /// The capture thread must not wait for the catalog, so each change is queued on a stream that
+    /// one task drains; a task per change could record them out of order.
+    private func recordCameraStates(_ capture: CaptureService, in catalog: MediaCatalog)
+        -> CameraStateRecorder
+    {
+        let (changes, continuation) = AsyncStream.makeStream(
+            of: (CapturePhase, CaptureError?).self, bufferingPolicy: .bufferingNewest(64))
+        let subscription = capture.observePhases { phase, failure in continuation.yield((phase, failure)) }
+        let task = Task { [logger] in
+            var report = CameraStateReport()
+            for await (phase, failure) in changes {
+                guard let (state, reason) = report.next(phase, failure: failure) else { continue }
+                var data = JSONObjectWriter()
+                data.field("state", state.rawValue)
+                data.field("reason", reason)
+                do {
+                    try await catalog.recordEvent(.cameraState, data: data.finished())
+                } catch {
+                    logger.warning(
+                        "could not record the camera state", ["state": state.rawValue, "error": "\(error)"])
+                }
+            }
+        }
+        return CameraStateRecorder(subscription: subscription, continuation: continuation, task: task)
     }
 
     /// Tells systemd, on every tick of the loop, whether the daemon is ready, what it is doing,
@@ -337,5 +367,18 @@ private func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
     _ = try? blockingAwait { () async throws -> Bool in
         await body()
         return true
+    }
+}
+
+/// Ends the recording of camera states: no more changes are taken, and those queued are recorded.
+struct CameraStateRecorder {
+    let subscription: Broadcast<CapturePhase>.Subscription
+    let continuation: AsyncStream<(CapturePhase, CaptureError?)>.Continuation
+    let task: Task<Void, Never>
+
+    func cancel() {
+        subscription.cancel()
+        continuation.finish()
+        blockingAwait { await task.value }
     }
 }
