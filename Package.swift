@@ -12,6 +12,8 @@ import PackageDescription
 //   ShutterAccess     who may do what: access tokens and scopes, signed links, failed-login
 //                     throttling, the Host/Origin/CORS browser defences (an HTTPRequestPolicy)
 //   ShutterWeb        the web page: index.html, app.js and style.css embedded at build time, CSP hashes
+//   ShutterOutbox     delivers the catalog's event history to sinks (MQTT, webhooks, S3): one
+//                     dispatcher per sink, in order, at least once, with backoff
 //   ShutterJobRunner  JobService: runs job schedules, takes their shots, persists them
 //   ShutterCapture    the camera's one owner (CaptureService and its capture thread), the frame
 //                     exchange, and the live-preview fan-out and its scalers; no HTTP
@@ -79,6 +81,7 @@ let package = Package(
             name: "ShutterJobRunner",
             dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
         .target(name: "ShutterAccess", dependencies: ["ShutterSystem", "ShutterHTTP"]),
+        .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog"]),
         .target(
             name: "ShutterWeb", dependencies: ["ShutterSystem", "ShutterHTTP"],
             resources: [
@@ -90,13 +93,14 @@ let package = Package(
             name: "ShutterAPI",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
-                "ShutterCapture", "ShutterJobRunner", "ShutterWeb", "ShutterAccess",
+                "ShutterCapture", "ShutterJobRunner", "ShutterWeb", "ShutterAccess", "ShutterOutbox",
             ]),
         .target(
             name: "ShutterDaemon",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
-                "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "ShutterAccess", "CShutterLinux",
+                "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "ShutterAccess", "ShutterOutbox",
+                "CShutterLinux",
             ]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterDaemon", "ShutterSystem"]),
         // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
@@ -109,7 +113,7 @@ let package = Package(
             name: "ShutterTestSupport",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCapture", "ShutterCatalog",
-                "ShutterJobRunner",
+                "ShutterJobRunner", "ShutterOutbox",
             ],
             path: "Tests/ShutterTestSupport"),
         .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),
@@ -137,6 +141,9 @@ let package = Package(
             name: "ShutterAccessTests",
             dependencies: ["ShutterAccess", "ShutterHTTP", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(name: "ShutterWebTests", dependencies: ["ShutterWeb", "ShutterHTTP"]),
+        .testTarget(
+            name: "ShutterOutboxTests",
+            dependencies: ["ShutterOutbox", "ShutterCatalog", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterAPITests",
             dependencies: [

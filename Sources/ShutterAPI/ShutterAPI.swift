@@ -4,6 +4,7 @@ import ShutterCapture
 import ShutterCatalog
 import ShutterHTTP
 import ShutterJobRunner
+import ShutterOutbox
 import ShutterSystem
 
 /// The HTTP API: the routes of every resource, over services the daemon has already built.
@@ -27,12 +28,16 @@ public struct ShutterAPI: Sendable {
         public var tls: Bool
         /// The server's request counts, shown by `/metrics` (nil: none are shown).
         public var httpMetrics: HTTPMetrics?
+        /// The outbox's sinks, shown by `/status`.
+        public var outbox: [OutboxDispatcher]
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
-            version: String, links: SignedLinks? = nil, tls: Bool = false, httpMetrics: HTTPMetrics? = nil
+            version: String, links: SignedLinks? = nil, tls: Bool = false, httpMetrics: HTTPMetrics? = nil,
+            outbox: [OutboxDispatcher] = []
         ) {
             self.httpMetrics = httpMetrics
+            self.outbox = outbox
             self.links = links
             self.tls = tls
             self.snapTimeoutMilliseconds = snapTimeoutMilliseconds
@@ -91,7 +96,8 @@ public struct ShutterAPI: Sendable {
         ).register(in: &router)
         StatusRoutes(
             capture: capture, catalog: catalog, preview: preview, clock: clock, startedAt: startedAt,
-            cameraPath: settings.cameraPath, version: settings.version, tls: settings.tls
+            cameraPath: settings.cameraPath, version: settings.version, tls: settings.tls,
+            outbox: settings.outbox
         ).register(in: &router)
         CameraRoutes(capture: capture, discovery: discovery, cameraPath: settings.cameraPath).register(
             in: &router)

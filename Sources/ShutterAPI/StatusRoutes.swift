@@ -1,6 +1,7 @@
 import ShutterCapture
 import ShutterCatalog
 import ShutterHTTP
+import ShutterOutbox
 import ShutterSystem
 
 /// `/healthz` and `/status`: whether the daemon is well, and what it is doing.
@@ -14,6 +15,8 @@ struct StatusRoutes: Sendable {
     let version: String
     /// Whether the server speaks HTTPS.
     let tls: Bool
+    /// The outbox's sinks.
+    let outbox: [OutboxDispatcher]
 
     func register(in router: inout Router) {
         router.add(.get, "/healthz", scope: .none, .immediate { request, _ in try health(request) })
@@ -104,6 +107,31 @@ struct StatusRoutes: Sendable {
         object.rawField("camera", cameraObject.finished())
         object.rawField("library", libraryObject.finished())
         object.rawField("preview", previewObject.finished())
+        object.rawField("outbox", await outboxJSON())
         return .json(.ok, object.finished(), headers: ["Cache-Control": "no-store"])
+    }
+
+    /// The event history and each sink: connected, how far behind, what it delivered and lost.
+    private func outboxJSON() async -> String {
+        let history = await catalog.eventHistoryState()
+        var object = JSONObjectWriter()
+        object.field("events", history.count)
+        object.field("latest_event_id", history.latestID)
+        object.field("events_pruned", catalog.counters.eventsPrunedFromHistory)
+        let sinks = outbox.map { dispatcher -> String in
+            let status = dispatcher.status
+            var sink = JSONObjectWriter()
+            sink.field("name", status.name)
+            sink.field("connected", status.connected)
+            sink.field("cursor", status.cursor)
+            sink.field("lag", status.lag)
+            sink.field("delivered", status.delivered)
+            sink.field("failures", status.failures)
+            sink.field("dropped", status.dropped)
+            sink.field("last_error", status.lastError)
+            return sink.finished()
+        }
+        object.rawField("sinks", "[" + sinks.joined(separator: ",") + "]")
+        return object.finished()
     }
 }

@@ -51,11 +51,14 @@ public struct CatalogEventPage: Sendable, Equatable {
     public var missedSome: Bool
     /// The newest id the history has held (0 if none): where a reader that starts over resumes.
     public var latestID: Int64
+    /// Every id up to this one has been pruned (or never existed).
+    public var prunedThrough: Int64
 
-    public init(events: [CatalogEvent], missedSome: Bool, latestID: Int64) {
+    public init(events: [CatalogEvent], missedSome: Bool, latestID: Int64, prunedThrough: Int64 = 0) {
         self.events = events
         self.missedSome = missedSome
         self.latestID = latestID
+        self.prunedThrough = prunedThrough
     }
 }
 

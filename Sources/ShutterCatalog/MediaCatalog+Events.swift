@@ -53,7 +53,8 @@ extension MediaCatalog {
         if let types {
             guard !types.isEmpty else {
                 return CatalogEventPage(
-                    events: [], missedSome: isMissed(after: after), latestID: eventHistory.latestID)
+                    events: [], missedSome: isMissed(after: after), latestID: eventHistory.latestID,
+                    prunedThrough: eventHistory.prunedThrough)
             }
             sql += " AND type IN (" + Array(repeating: "?", count: types.count).joined(separator: ",") + ")"
             arguments += types.map(\.rawValue).sorted().map { .text($0) }
@@ -75,7 +76,8 @@ extension MediaCatalog {
                 }
             }
             return CatalogEventPage(
-                events: events, missedSome: isMissed(after: after), latestID: eventHistory.latestID)
+                events: events, missedSome: isMissed(after: after), latestID: eventHistory.latestID,
+                prunedThrough: eventHistory.prunedThrough)
         } catch {
             throw CatalogError(error)
         }

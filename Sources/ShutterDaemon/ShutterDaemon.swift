@@ -8,6 +8,7 @@ import ShutterCatalog
 import ShutterHTTP
 import ShutterJobRunner
 import ShutterJobs
+import ShutterOutbox
 import ShutterSystem
 
 #if canImport(Glibc)
@@ -92,6 +93,14 @@ public final class ShutterDaemon {
         try blockingAwait { try await jobs.start() }
         stopInReverse.append { blockingAwait { await jobs.stop() } }
 
+        // Each sink drains the event history on its own; none can hold up the others or a snap.
+        let outbox = try makeOutboxSinks().map {
+            OutboxDispatcher(
+                sink: $0, catalog: catalog, clock: clock, logger: logger.with("component", "outbox"))
+        }
+        for dispatcher in outbox { dispatcher.start() }
+        stopInReverse.append { blockingAwait { for dispatcher in outbox { await dispatcher.stop() } } }
+
         let links = try SignedLinks.loadOrCreate(dataDirectory: configuration.dataDirectory)
         let loop = try EventLoop()
         let preview = LivePreview<PreviewPart>(
@@ -105,7 +114,7 @@ public final class ShutterDaemon {
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
                 cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil,
-                httpMetrics: httpMetrics),
+                httpMetrics: httpMetrics, outbox: outbox),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.listeners = configuration.listenAddresses
@@ -156,6 +165,11 @@ public final class ShutterDaemon {
         // Logged once everything else has stopped.
         stopInReverse.insert({ [logger] in logger.notice("stopped") }, at: 0)
         return 0
+    }
+
+    /// The outbox sinks the configuration asks for (MQTT, webhooks, S3); none by default.
+    private func makeOutboxSinks() throws -> [any OutboxSink] {
+        []
     }
 
     /// Records the camera's state changes as `camera.state` events, in the order they happened.

@@ -1,0 +1,220 @@
+import ShutterCatalog
+import ShutterSystem
+
+/// Drains the event history into one sink: in id order, at least once, with backoff while the
+/// destination is down, moving the sink's cursor in the catalog only after it acknowledged.
+///
+/// One task per sink on the cooperative pool, which only awaits: the catalog's reads run on the
+/// catalog's thread and a sink's network work on the sink's own, so a sink that stays down holds
+/// no thread and never delays capture, snaps, HTTP or the other sinks. The history's bounds
+/// (`outbox_max_events`, `outbox_max_age_s`) bound what a sink that stays down can cost; what is
+/// pruned before it was delivered is counted, logged and shown in `/status`.
+public final class OutboxDispatcher: Sendable {
+    public let sink: any OutboxSink
+    private let catalog: MediaCatalog
+    private let clock: any Clock
+    private let backoff: RetryBackoff
+    private let pageSize: Int
+    private let logger: Logger
+    private let state: LockedValue<OutboxSinkStatus>
+    private let doorbell: AsyncStream<Void>.Continuation
+    private let rings: LockedValue<AsyncStream<Void>?>
+    private let running = LockedValue<
+        (task: Task<Void, Never>?, subscription: Broadcast<[CatalogEvent]>.Subscription?)
+    >(
+        (nil, nil))
+
+    public init(
+        sink: any OutboxSink, catalog: MediaCatalog, clock: any Clock, backoff: RetryBackoff = RetryBackoff(),
+        pageSize: Int = 100, logger: Logger
+    ) {
+        self.sink = sink
+        self.catalog = catalog
+        self.clock = clock
+        self.backoff = backoff
+        self.pageSize = max(1, pageSize)
+        self.logger = logger.with("sink", sink.name)
+        self.state = LockedValue(OutboxSinkStatus(name: sink.name))
+        // One pending ring is enough: the loop reads everything new whenever it wakes.
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.rings = LockedValue(stream)
+        self.doorbell = continuation
+    }
+
+    /// What `/status` shows.
+    public var status: OutboxSinkStatus {
+        var status = state.withLock { $0 }
+        status.connected = sink.isConnected
+        return status
+    }
+
+    /// Starts delivering; events recorded from now on ring the doorbell.
+    public func start() {
+        let subscription = catalog.eventFeed.subscribe { [doorbell] _ in doorbell.yield() }
+        guard
+            let stream = rings.withLock({ stream in
+                defer { stream = nil }
+                return stream
+            })
+        else { return }
+        let task = Task { await self.run(rings: stream) }
+        running.withLock { $0 = (task, subscription) }
+    }
+
+    /// Stops after the attempt in flight (its cursor is kept if it was acknowledged).
+    public func stop() async {
+        let (task, subscription) = running.withLock { running in
+            defer { running = (nil, nil) }
+            return running
+        }
+        subscription?.cancel()
+        doorbell.finish()
+        task?.cancel()
+        await task?.value
+    }
+
+    private func run(rings: AsyncStream<Void>) async {
+        var doorbell = rings.makeAsyncIterator()
+        guard var cursor = await startingCursor() else { return }
+        var failuresInRow = 0
+        while !Task.isCancelled {
+            let page: CatalogEventPage
+            do {
+                page = try await catalog.events(after: cursor, limit: pageSize, types: sink.eventTypes)
+                failuresInRow = 0
+            } catch {
+                failuresInRow += 1
+                noteFailure(error, delivering: nil)
+                guard await pause(afterFailures: failuresInRow) else { return }
+                continue
+            }
+            if page.missedSome {
+                cursor = await skipPruned(from: cursor, page: page)
+                continue
+            }
+            state.withLock { $0.lag = page.latestID - cursor }
+            if page.events.isEmpty {
+                // Nothing this sink wants up to the newest event: pass over the rest.
+                if page.latestID > cursor {
+                    cursor = page.latestID
+                    await saveCursor(cursor)
+                }
+                guard await doorbell.next() != nil else { return }
+                continue
+            }
+            for event in page.events {
+                guard await deliverUntilAcknowledged(event) else {
+                    await saveCursor(cursor)
+                    return
+                }
+                cursor = event.id
+                state.withLock {
+                    $0.cursor = cursor
+                    $0.delivered += 1
+                    $0.lag = max(0, page.latestID - cursor)
+                }
+            }
+            // Once per page, not per event: a cursor write is a commit with an fsync, and a crash
+            // in between only redelivers what the ids let the receiver drop.
+            await saveCursor(cursor)
+        }
+    }
+
+    /// Where a sink resumes: its saved cursor, or, the first time, the newest event (a new sink
+    /// starts with what happens from now on, not with the whole history).
+    private func startingCursor() async -> Int64? {
+        var failuresInRow = 0
+        while !Task.isCancelled {
+            do {
+                if let saved = try await catalog.sinkCursor(sink.name) {
+                    state.withLock { $0.cursor = saved }
+                    return saved
+                }
+                let latest = await catalog.latestEventID()
+                try await catalog.setSinkCursor(sink.name, to: latest)
+                state.withLock { $0.cursor = latest }
+                logger.info("sink starts with the events from now on", ["cursor": String(latest)])
+                return latest
+            } catch {
+                failuresInRow += 1
+                noteFailure(error, delivering: nil)
+                guard await pause(afterFailures: failuresInRow) else { return nil }
+            }
+        }
+        return nil
+    }
+
+    /// Tries `event` until the sink acknowledges it; false if the dispatcher stopped first.
+    private func deliverUntilAcknowledged(_ event: CatalogEvent) async -> Bool {
+        var failuresInRow = 0
+        while !Task.isCancelled {
+            do {
+                try await sink.deliver(event)
+                if failuresInRow > 0 {
+                    logger.notice(
+                        "sink delivered again",
+                        ["event_id": String(event.id), "attempts": String(failuresInRow + 1)])
+                    state.withLock { $0.lastError = nil }
+                }
+                return true
+            } catch {
+                failuresInRow += 1
+                noteFailure(error, delivering: event, firstInRow: failuresInRow == 1)
+                guard await pause(afterFailures: failuresInRow) else { return false }
+            }
+        }
+        return false
+    }
+
+    /// Moves a cursor that the history left behind to where the history starts, counting what was
+    /// lost; a cursor beyond the history (another data directory) restarts from the newest event.
+    private func skipPruned(from cursor: Int64, page: CatalogEventPage) async -> Int64 {
+        let resumeAt = cursor > page.latestID ? page.latestID : page.prunedThrough
+        let dropped = UInt64(max(0, resumeAt - cursor))
+        state.withLock {
+            $0.dropped += dropped
+            $0.cursor = resumeAt
+        }
+        logger.warning(
+            "events left the history before the sink delivered them",
+            ["dropped": String(dropped), "from": String(cursor + 1), "to": String(resumeAt)])
+        await saveCursor(resumeAt)
+        return resumeAt
+    }
+
+    private func saveCursor(_ cursor: Int64) async {
+        do {
+            try await catalog.setSinkCursor(sink.name, to: cursor)
+        } catch {
+            // Kept in memory; after a restart the events since the saved cursor come again.
+            logger.warning(
+                "could not save the sink's cursor", ["cursor": String(cursor), "error": "\(error)"])
+        }
+    }
+
+    private func noteFailure(_ error: any Error, delivering event: CatalogEvent?, firstInRow: Bool = true) {
+        let description = String(describing: error)
+        state.withLock {
+            $0.failures += 1
+            $0.lastError = description
+        }
+        // Once per outage, not once per retry; /status has the count and the latest error.
+        if firstInRow {
+            logger.warning(
+                "sink failed; retrying with backoff",
+                ["event_id": event.map { String($0.id) } ?? "-", "error": description])
+        }
+    }
+
+    /// Waits out the backoff; false if the dispatcher stopped meanwhile.
+    private func pause(afterFailures failures: Int) async -> Bool {
+        let delay = backoff.delay(afterFailures: failures, unit: Double.random(in: 0..<1))
+        do {
+            try await clock.sleep(until: clock.monotonicNow().advanced(by: delay))
+            return true
+        } catch {
+            return false
+        }
+    }
+}
