@@ -425,6 +425,24 @@ public final class V4L2CameraSource: CameraSource {
         return session.decoder?.decode(bytes) ?? .corrupt("no decoder for the negotiated format")
     }
 
+    /// Lends the image buffer the last uncompressed frame was converted into (`FrameBufferLending`).
+    public func lendFrameBuffer() -> Bool {
+        guard let session else { return false }
+        if let converter = session.converter { return converter.lendCanvas() }
+        return session.decoder?.lendCanvas() ?? false
+    }
+
+    /// Takes back a buffer lent by `lendFrameBuffer()` for the next frames; after a restart or
+    /// a new size it no longer fits, and is dropped.
+    public func returnFrameBuffer(_ image: consuming YUVImage) {
+        guard let session else { return }
+        if let converter = session.converter {
+            converter.takeBackCanvas(image)
+        } else {
+            session.decoder?.takeBackCanvas(image)
+        }
+    }
+
     /// The capture time of a buffer: its own timestamp when the driver took it on CLOCK_MONOTONIC
     /// (buffer.rst, V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC; uvcvideo stamps the start of exposure),
     /// else `now`. A zero timestamp, or one after `now`, cannot be a capture time on the same
