@@ -8,7 +8,7 @@ import ShutterSystem
 /// and the UTC time, rendered straight into Y'CbCr 4:2:0.
 ///
 /// Owned by one thread, like every `CameraSource`.
-public final class TestPatternSource: CameraSource, FrameBufferLending {
+public final class TestPatternSource: CameraSource {
     /// Always `"test-pattern"`.
     public let name = "test-pattern"
     /// The requested mode; the pattern renders any even size from 64x48 to 8192x8192 at 1...1000 fps.
@@ -28,9 +28,8 @@ public final class TestPatternSource: CameraSource, FrameBufferLending {
         /// The bars and the empty strip, rendered once per `start`.
         let base: YUVImage
         /// Each frame is drawn here; once the consumer drops the previous frame the
-        /// array is uniquely owned again and is overwritten in place. Nil while lent
-        /// (`lendFrameBuffer`): the next frame then starts from a copy of `base`.
-        var canvas: YUVImage?
+        /// array is uniquely owned again and is overwritten in place.
+        var canvas: YUVImage
         /// Due instants and skipping when paced.
         var pacer: FramePacer
         /// The last sequence number handed out when not paced.
@@ -104,51 +103,28 @@ public final class TestPatternSource: CameraSource, FrameBufferLending {
             capturedAt = clock.monotonicNow()
         }
         let wallMilliseconds = clock.wallMillisecondsNow()
-        // Taken out of the session while drawn, so the session's reference does not make the
-        // array look shared.
-        var canvas = session.canvas ?? session.base
-        session.canvas = nil
-        render(into: &canvas, session, sequence: sequence, wallMilliseconds: wallMilliseconds)
-        session.canvas = canvas
+        render(session, sequence: sequence, wallMilliseconds: wallMilliseconds)
         return RawFrame(
             sequence: sequence, capturedAt: capturedAt, wallMilliseconds: wallMilliseconds,
-            image: .yuv(canvas), width: mode.width, height: mode.height)
+            image: .yuv(session.canvas), width: mode.width, height: mode.height)
     }
 
     /// Copies the base planes into the canvas, then draws the square and the text line.
-    private func render(
-        into image: inout YUVImage, _ session: Session, sequence: UInt64, wallMilliseconds: Int64
-    ) {
-        image.bytes.withUnsafeMutableBufferPointer { canvas in
+    private func render(_ session: Session, sequence: UInt64, wallMilliseconds: Int64) {
+        session.canvas.bytes.withUnsafeMutableBufferPointer { canvas in
             session.base.bytes.withUnsafeBufferPointer { base in
                 canvas.baseAddress!.update(from: base.baseAddress!, count: base.count)
             }
         }
         let layout = session.layout
         let neutral = YUVImage.neutralChroma
-        image.fill(
+        session.canvas.fill(
             x: layout.squareX(sequence: sequence), y: layout.squareY, width: layout.squareSide,
             height: layout.squareSide, luma: YUVImage.whiteLuma, cb: neutral, cr: neutral)
         let text =
             "#\(Self.zeroPadded(sequence, width: 6)) \(Timestamp.iso8601(millisecondsSince1970: wallMilliseconds))"
         BitmapFont.draw(
-            text, into: &image, x: layout.textX, y: layout.textY, scale: layout.textScale)
-    }
-
-    /// Lends the canvas the last frame was drawn on (`FrameBufferLending`).
-    public func lendFrameBuffer() -> Bool {
-        guard let session, session.canvas != nil else { return false }
-        session.canvas = nil
-        return true
-    }
-
-    /// Takes back a canvas lent by `lendFrameBuffer()`; every frame starts from a copy of the
-    /// bars, so what was drawn on it does not show. Dropped after a restart at another size.
-    public func returnFrameBuffer(_ image: consuming YUVImage) {
-        guard let session, session.canvas == nil, image.width == mode.width, image.height == mode.height,
-            image.subsampling == session.base.subsampling
-        else { return }
-        session.canvas = image
+            text, into: &session.canvas, x: layout.textX, y: layout.textY, scale: layout.textScale)
     }
 
     /// The frame without its moving parts: the bars over a zone-plate strip.

@@ -36,39 +36,6 @@ import Testing
         #expect(frame.sequence == 1)
     }
 
-    @Test func aLentCanvasIsDrawnOnInPlaceAndTheNextFrameIsDrawnAfreshOnIt() throws {
-        let mode = CameraMode(width: 128, height: 96, fps: 15)
-        let clock = ManualClock()
-        let lending = TestPatternSource(mode: mode, clock: clock, paced: false)
-        let reference = TestPatternSource(mode: mode, clock: clock, paced: false)
-        try lending.start()
-        try reference.start()
-        func address(_ image: YUVImage) -> UInt {
-            image.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
-        }
-        var frame = try yuv(lending.nextFrame())
-        _ = try reference.nextFrame()
-        let lent = address(frame)
-        #expect(lending.lendFrameBuffer())
-        // Stands for the burned-in text, over the whole picture so any of it left would show.
-        frame.fill(x: 0, y: 0, width: 128, height: 96, luma: 235, cb: 90, cr: 200)
-        #expect(address(frame) == lent)
-        lending.returnFrameBuffer(consume frame)
-
-        let next = try yuv(lending.nextFrame())
-        #expect(address(next) == lent)
-        #expect(next.bytes == (try yuv(reference.nextFrame())).bytes)
-    }
-
-    @Test func aCanvasNotLentIsNotDrawnOnInPlace() throws {
-        let source = TestPatternSource(mode: CameraMode(width: 128, height: 96, fps: 15), paced: false)
-        try source.start()
-        var frame = try yuv(source.nextFrame())
-        let held = frame.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
-        frame.fill(x: 0, y: 0, width: 8, height: 8, luma: 235, cb: 90, cr: 200)
-        #expect(frame.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } != held)
-    }
-
     @Test func successiveFramesDifferAndCountUp() throws {
         let width = 640
         let height = 480

@@ -426,21 +426,18 @@ public final class V4L2CameraSource: CameraSource {
     }
 
     /// Lends the image buffer the last uncompressed frame was converted into (`FrameBufferLending`).
+    ///
+    /// Only Shutter's own conversions lend (`V4L2FrameDecoder`); libv4lconvert's frames are
+    /// limited range, which the encoder expands into a buffer of its own anyway, so the capture
+    /// loop never asks for them.
     public func lendFrameBuffer() -> Bool {
-        guard let session else { return false }
-        if let converter = session.converter { return converter.lendCanvas() }
-        return session.decoder?.lendCanvas() ?? false
+        session?.decoder?.lendCanvas() ?? false
     }
 
     /// Takes back a buffer lent by `lendFrameBuffer()` for the next frames; after a restart or
     /// a new size it no longer fits, and is dropped.
     public func returnFrameBuffer(_ image: consuming YUVImage) {
-        guard let session else { return }
-        if let converter = session.converter {
-            converter.takeBackCanvas(image)
-        } else {
-            session.decoder?.takeBackCanvas(image)
-        }
+        session?.decoder?.takeBackCanvas(image)
     }
 
     /// The capture time of a buffer: its own timestamp when the driver took it on CLOCK_MONOTONIC

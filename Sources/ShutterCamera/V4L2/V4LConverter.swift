@@ -91,23 +91,6 @@ final class V4LConverter {
         return .image(.yuv(canvas!), width: width, height: height)
     }
 
-    /// Drops the converter's reference to the image it delivered last (see
-    /// `V4L2FrameDecoder.lendCanvas`); false when there was none.
-    func lendCanvas() -> Bool {
-        guard canvas != nil else { return false }
-        canvas = nil
-        return true
-    }
-
-    /// Converts the next frames into `image` when it still fits the destination format and no
-    /// new canvas was made meanwhile; libv4lconvert writes every sample again.
-    func takeBackCanvas(_ image: consuming YUVImage) {
-        guard canvas == nil, image.width == Int(destination.fmt.pix.width),
-            image.height == Int(destination.fmt.pix.height), image.subsampling == .yuv420
-        else { return }
-        canvas = image
-    }
-
     private func errorMessage(_ handle: OpaquePointer) -> String {
         guard let message = v4lconvert_get_error_message(handle), message.pointee != 0 else {
             return "no reason given"
