@@ -273,8 +273,8 @@ final class CaptureLoop: @unchecked Sendable {
                 // buffer anyway, and the text is drawn there as before), not kept clean for a
                 // picture, and new or lent by the source (which then holds no reference).
                 // Anything else would be copied on write, a fresh 1.8 MB each frame.
-                let inPlaceCandidate =
-                    image!.isFullRange && !(pictureSource != nil && pictureSourceJPEG == nil)
+                let planesKeptForPictures = pictureSource != nil && pictureSourceJPEG == nil
+                let inPlaceCandidate = image!.isFullRange && !planesKeptForPictures
                 var lent = false
                 if inPlaceCandidate, !imageIsNew, let bufferLending {
                     lent = bufferLending.lendFrameBuffer()
