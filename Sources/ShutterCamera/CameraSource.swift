@@ -86,6 +86,25 @@ public protocol FrameDropCounting: AnyObject {
     var warmupFramesDropped: UInt64 { get }
 }
 
+/// A camera that converts its frames into one image buffer it reuses, and can lend that buffer
+/// to whoever holds the frame, so the holder can write into the frame (the burned-in text)
+/// without Swift's copy on write copying 1.8 MB first.
+///
+/// The buffer has one owner at a time. The source owns it until `lendFrameBuffer()` returns
+/// true; from then the holder of the last frame's image owns it (the source keeps no reference,
+/// so the image is unique once the holder drops its other copies) until it hands it back with
+/// `returnFrameBuffer(_:)`. A buffer never returned is not an error: the source makes a new one
+/// for its next frame. Called only by the thread that owns the source, between frames.
+public protocol FrameBufferLending: AnyObject {
+    /// Gives up the source's reference to the image of the frame it delivered last; false when
+    /// it held none (that frame was made otherwise), so the caller must not expect a unique buffer.
+    func lendFrameBuffer() -> Bool
+    /// Takes back a buffer lent by `lendFrameBuffer()`, to convert the next frames into; every
+    /// byte of it is written again before it is delivered, so what the holder drew does not
+    /// reach the next frame. Ignored when it no longer fits the source's format.
+    func returnFrameBuffer(_ image: consuming YUVImage)
+}
+
 /// A camera with adjustable controls (brightness, exposure, ...).
 ///
 /// Called only by the thread that owns the source, between frames.
@@ -96,7 +115,7 @@ public protocol ControllableCamera: AnyObject {
     func setControls(_ values: [String: Int]) throws
 }
 
-extension V4L2CameraSource: FrameDropCounting, ControllableCamera {
+extension V4L2CameraSource: FrameDropCounting, ControllableCamera, FrameBufferLending {
     /// The negotiated V4L2 format's name (`rgb24 via libv4lconvert` for a converted one), or the
     /// most wanted one before `start()`.
     public var pixelFormatName: String {

@@ -20,6 +20,9 @@ final class CaptureLoop: @unchecked Sendable {
     private var lastNoSignal: (at: MonotonicInstant, reason: CaptureError)?
     /// The source's own drop counters, if it keeps any (looked up once, not per frame).
     private let dropCounting: (any FrameDropCounting)?
+    /// The source's lending of its frame buffer, if it lends it (looked up once), so the
+    /// preview's text is drawn into the frame itself rather than into a copy.
+    private let bufferLending: (any FrameBufferLending)?
     /// How YUV frames are turned before the encode; nil for the identity, so the default
     /// configuration does not even test it per frame beyond this optional.
     private let orientation: Orientation?
@@ -60,6 +63,7 @@ final class CaptureLoop: @unchecked Sendable {
         self.idleAfterNanoseconds = idleAfterNanoseconds
         self.source = source
         self.dropCounting = source as? any FrameDropCounting
+        self.bufferLending = source as? any FrameBufferLending
         self.encoder = encoder
         self.shared = shared
         self.reopenIntervalNanoseconds = reopenIntervalNanoseconds
@@ -153,7 +157,7 @@ final class CaptureLoop: @unchecked Sendable {
                 guard shared.exchange.wantsFrame() else { continue }
                 let start = clock.monotonicNow()
                 if let overlay {
-                    try publishWithOverlay(frame, overlay: overlay, start: start)
+                    try publishWithOverlay(consume frame, overlay: overlay, start: start)
                     continue
                 }
                 let jpeg: [UInt8]
@@ -197,21 +201,39 @@ final class CaptureLoop: @unchecked Sendable {
     /// before the encode (an MJPEG frame is decoded to its planes first, and turned there), once
     /// per frame whoever watches. When only stored pictures carry the text, MJPEG stays
     /// passthrough here and the frame as captured goes along for the store path to draw on.
-    private func publishWithOverlay(_ frame: RawFrame, overlay: CaptureOverlay, start: MonotonicInstant)
+    ///
+    /// The frame is consumed so that its planes can be this function's alone: the text is drawn
+    /// in place when nobody else holds them (a turned or decoded frame, or a buffer the source
+    /// lends), and otherwise in the encoder's own copy.
+    private func publishWithOverlay(
+        _ frame: consuming RawFrame, overlay: CaptureOverlay, start: MonotonicInstant
+    )
         throws
     {
+        let (sequence, capturedAt, wallMilliseconds) = (
+            frame.sequence, frame.capturedAt, frame.wallMilliseconds
+        )
+        var (width, height) = (frame.width, frame.height)
         var image: YUVImage?
         var jpeg: [UInt8]?
-        var pictureSourceJPEG: [UInt8]?
-        var (width, height) = (frame.width, frame.height)
-        switch frame.image {
+        var cameraJPEG: [UInt8]?  // what an MJPEG camera sent
+        // Whether `image` was made for this frame (turned or decoded), so nobody else holds it.
+        var imageIsNew = false
+        switch (consume frame).image {
         case .yuv(let captured):
-            image = orientation?.apply(to: captured) ?? captured
+            if let orientation {
+                image = orientation.apply(to: captured)
+                imageIsNew = true
+            } else {
+                image = captured
+            }
         case .jpeg(let bytes):
+            cameraJPEG = bytes
             if let planarDecoder {
                 do {
                     let decoded = try planarDecoder.decode(bytes)
                     image = orientation?.apply(to: decoded) ?? decoded
+                    imageIsNew = true
                 } catch {
                     reportOverlayFailure(error)
                 }
@@ -226,38 +248,61 @@ final class CaptureLoop: @unchecked Sendable {
             }
         }
         if let plain = image { (width, height) = (plain.width, plain.height) }
-        if image != nil, jpegTransformer == nil, case .jpeg(let bytes) = frame.image,
+        var pictureSourceJPEG: [UInt8]?
+        if image != nil, jpegTransformer == nil, let cameraJPEG,
             overlay.picturesNeedTheFrameAsCaptured, !overlay.onPictures
         {
             // Preview-only text on an MJPEG camera: pictures keep the camera's bytes, never a
             // decode and re-encode. Turned, they take the planes already decoded and turned for
             // the preview instead, encoded only if a picture is stored: turning every frame
             // losslessly (about 11 ms at 1280x720) for pictures nobody may take would cost more.
-            pictureSourceJPEG = bytes
+            pictureSourceJPEG = cameraJPEG
         }
         let pictureSource: RawImage? =
             overlay.picturesNeedTheFrameAsCaptured
             ? (pictureSourceJPEG.map { .jpeg($0) } ?? image.map { .yuv($0) } ?? jpeg.map { .jpeg($0) }) : nil
-        if let plain = image {
+        let planesEncoded = image != nil
+        if planesEncoded {
             if let previewRenderer {
                 let fields = OverlayTemplate.Fields(
-                    wallMilliseconds: frame.wallMilliseconds, camera: source.name, frame: frame.sequence,
+                    wallMilliseconds: wallMilliseconds, camera: source.name, frame: sequence,
                     width: width, height: height)
                 let lines = overlay.template.expand(fields, utc: overlay.utc)
-                // Drawn in the encoder's buffer: the frame itself (which the camera's decoder and
-                // the picture path may still hold) is never copied on write.
-                jpeg = try encoder.encode(plain) { previewRenderer.draw(lines, intoPlanes: $0, of: plain) }
+                // The planes are drawn on in place only when that saves the copy and they are
+                // this frame's alone: full range (limited range is expanded into the encoder's
+                // buffer anyway, and the text is drawn there as before), not kept clean for a
+                // picture, and new or lent by the source (which then holds no reference).
+                // Anything else would be copied on write, a fresh 1.8 MB each frame.
+                let planesKeptForPictures = pictureSource != nil && pictureSourceJPEG == nil
+                let inPlaceCandidate = image!.isFullRange && !planesKeptForPictures
+                var lent = false
+                if inPlaceCandidate, !imageIsNew, let bufferLending {
+                    lent = bufferLending.lendFrameBuffer()
+                }
+                if inPlaceCandidate, imageIsNew || lent {
+                    previewRenderer.draw(lines, into: &image!)
+                    jpeg = try encoder.encode(image!)
+                    if lent {
+                        // Back to the source before the next frame: it converts every sample
+                        // again, so the text does not reach the next frame.
+                        bufferLending?.returnFrameBuffer(image.take()!)
+                    }
+                } else {
+                    let plain = image!
+                    jpeg = try encoder.encode(plain) {
+                        previewRenderer.draw(lines, intoPlanes: $0, of: plain)
+                    }
+                }
             } else {
-                jpeg = try encoder.encode(plain)
+                jpeg = try encoder.encode(image!)
             }
         }
         shared.counters.encoded.add(1, ordering: .relaxed)
         let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: start)
-        if image != nil { shared.counters.encodeTime.observe(nanoseconds: encodeNanoseconds) }
+        if planesEncoded { shared.counters.encodeTime.observe(nanoseconds: encodeNanoseconds) }
         shared.exchange.publish(
             EncodedFrame(
-                sequence: frame.sequence, capturedAt: frame.capturedAt,
-                wallMilliseconds: frame.wallMilliseconds,
+                sequence: sequence, capturedAt: capturedAt, wallMilliseconds: wallMilliseconds,
                 width: width, height: height, jpeg: jpeg ?? [],
                 encodeNanoseconds: encodeNanoseconds, pictureSource: pictureSource))
     }

@@ -53,19 +53,42 @@ public final class FakeCameraSource: CameraSource, Sendable {
         var unpluggedBy: (any Error)?
         /// When the last paced frame was due (the start, before the first).
         var lastDue = MonotonicInstant(nanoseconds: 0)
+        /// The planes of the last uncompressed frame delivered, kept as a real source keeps its
+        /// canvas, while `lendsFrameBuffers` and not lent.
+        var heldImage: YUVImage?
+        var lentCount = 0
+        var deliveredBufferAddresses: [UInt] = []
+        var returnedBuffers: [ReturnedBuffer] = []
     }
+
+    /// A buffer given back through `returnFrameBuffer`: where its planes were, and a copy of them.
+    public struct ReturnedBuffer: Sendable, Equatable {
+        /// The address of the planes, to tell the buffer lent from a copy of it.
+        public var address: UInt
+        /// The planes as they came back.
+        public var bytes: [UInt8]
+    }
+
+    /// How many delivered addresses and returned buffers are remembered (the newest).
+    public static let bufferRecordLimit = 16
+
+    /// Whether the source holds on to each uncompressed frame's planes, as the V4L2 decoder
+    /// holds its canvas, and lends them when asked (`FrameBufferLending`).
+    public let lendsFrameBuffers: Bool
 
     // Every method and counter takes this lock; nothing in it blocks.
     private let state: LockedValue<State>
 
     /// A source that answers `nextFrame` from `script`, then as `whenExhausted` says; each `start`
-    /// throws the next of `startFailures` until they run out. Paced frames follow `clock`.
+    /// throws the next of `startFailures` until they run out. Paced frames follow `clock`. With
+    /// `lendsFrameBuffers`, it keeps each uncompressed frame's planes until they are lent.
     public init(
         name: String = "fake", mode: CameraMode = CameraMode(width: 64, height: 48, fps: 30),
         script: [Step] = [],
         whenExhausted: WhenExhausted = .fail(CameraError.stopped), startFailures: [any Error] = [],
-        clock: any Clock = SystemClock()
+        clock: any Clock = SystemClock(), lendsFrameBuffers: Bool = false
     ) {
+        self.lendsFrameBuffers = lendsFrameBuffers
         self.name = name
         self.mode = mode
         self.whenExhausted = whenExhausted
@@ -126,6 +149,18 @@ public final class FakeCameraSource: CameraSource, Sendable {
         pacingWakeup.signal()
     }
 
+    /// Times `lendFrameBuffer` gave up the planes it held.
+    public var lentCount: Int { state.withLock { $0.lentCount } }
+    /// Where the planes of the scripted uncompressed frames delivered were, oldest first.
+    public var deliveredBufferAddresses: [UInt] { state.withLock { $0.deliveredBufferAddresses } }
+    /// The buffers given back, oldest first.
+    public var returnedBuffers: [ReturnedBuffer] { state.withLock { $0.returnedBuffers } }
+
+    /// The address of `image`'s planes.
+    public static func address(of image: YUVImage) -> UInt {
+        image.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
     /// The frame interval of `mode`.
     public var frameInterval: UInt64 { 1_000_000_000 / UInt64(max(1, mode.fps)) }
 
@@ -150,6 +185,12 @@ public final class FakeCameraSource: CameraSource, Sendable {
                 switch state.script.removeFirst() {
                 case .frame(let frame):
                     state.lastSequence = frame.sequence
+                    if lendsFrameBuffers, case .yuv(let image) = frame.image {
+                        state.heldImage = image
+                        state.deliveredBufferAddresses.append(Self.address(of: image))
+                        state.deliveredBufferAddresses = Array(
+                            state.deliveredBufferAddresses.suffix(Self.bufferRecordLimit))
+                    }
                     return frame
                 case .failure(let error):
                     throw error
@@ -197,5 +238,27 @@ public final class FakeCameraSource: CameraSource, Sendable {
         -> [Step]
     {
         (0..<UInt64(count)).map { .frame(frame(sequence: firstSequence + $0, width: width, height: height)) }
+    }
+}
+
+extension FakeCameraSource: FrameBufferLending {
+    /// Drops the planes held since the last frame, when it lends and holds any.
+    public func lendFrameBuffer() -> Bool {
+        state.withLock { state in
+            guard state.heldImage != nil else { return false }
+            state.heldImage = nil
+            state.lentCount += 1
+            return true
+        }
+    }
+
+    /// Records where the buffer's planes are and what they hold, then drops it.
+    public func returnFrameBuffer(_ image: consuming YUVImage) {
+        let returned = ReturnedBuffer(
+            address: Self.address(of: image), bytes: image.bytes.withUnsafeBufferPointer { Array($0) })
+        state.withLock {
+            $0.returnedBuffers.append(returned)
+            $0.returnedBuffers = Array($0.returnedBuffers.suffix(Self.bufferRecordLimit))
+        }
     }
 }

@@ -42,6 +42,24 @@ def test_yuyv_text_on_both_targets(make_daemon):
     assert_text_top_left(d.request("GET", "/preview.jpg")[2])
 
 
+def test_yuyv_text_drawn_in_the_cameras_frame_does_not_build_up(make_daemon):
+    """Text without picture fields on a YUYV camera is drawn in the decoder's own canvas, lent for
+    the frame; every frame is converted into it afresh, so a half-transparent box darkens the
+    white bar once (191 to about 95), never again frame after frame (47, 23...)."""
+    d = camera_daemon(make_daemon, ["--camera-formats", "yuyv", "--overlay-text", "%H:%M:%S.%f #{frame}",
+                                    "--overlay-position", "top-left", "--overlay-size", "24",
+                                    "--overlay-box-opacity", "128"])
+    previews = [d.request("GET", "/preview.jpg?fresh=true")[2] for _ in range(6)]
+    assert len(set(previews)) == len(previews), "six different frames"
+    for jpeg in previews:
+        _, _, rgb = pixels(jpeg)
+        # The box's top padding (rows 8 to 13 hold no glyph), over the white bar.
+        assert 70 < mean_luma(rgb, 10, 10, 70, 13) < 125, mean_luma(rgb, 10, 10, 70, 13)
+        assert mean_luma(rgb, 10, 400, 70, 460) > 170, "the white bar below the box untouched"
+    _, _, picture = pixels(d.request("GET", d.snap()["url"])[2])
+    assert 70 < mean_luma(picture, 10, 10, 70, 13) < 125, "the picture is the preview's frame, text and all"
+
+
 def test_mjpeg_preview_only_and_rotation_keep_the_text_upright(make_daemon, tmp_path):
     sent = camera_frames(tmp_path)
     d = camera_daemon(make_daemon, [*TEXT, "--overlay-on", "preview", "--rotate", "180"])

@@ -425,6 +425,21 @@ public final class V4L2CameraSource: CameraSource {
         return session.decoder?.decode(bytes) ?? .corrupt("no decoder for the negotiated format")
     }
 
+    /// Lends the image buffer the last uncompressed frame was converted into (`FrameBufferLending`).
+    ///
+    /// Only Shutter's own conversions lend (`V4L2FrameDecoder`); libv4lconvert's frames are
+    /// limited range, which the encoder expands into a buffer of its own anyway, so the capture
+    /// loop never asks for them.
+    public func lendFrameBuffer() -> Bool {
+        session?.decoder?.lendCanvas() ?? false
+    }
+
+    /// Takes back a buffer lent by `lendFrameBuffer()` for the next frames; after a restart or
+    /// a new size it no longer fits, and is dropped.
+    public func returnFrameBuffer(_ image: consuming YUVImage) {
+        session?.decoder?.takeBackCanvas(image)
+    }
+
     /// The capture time of a buffer: its own timestamp when the driver took it on CLOCK_MONOTONIC
     /// (buffer.rst, V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC; uvcvideo stamps the start of exposure),
     /// else `now`. A zero timestamp, or one after `now`, cannot be a capture time on the same

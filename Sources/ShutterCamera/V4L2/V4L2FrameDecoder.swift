@@ -2,7 +2,8 @@
 ///
 /// No I/O: `V4L2CameraSource` hands it the mapped buffer, so the rules are tested with plain arrays.
 /// Keeps the last YUV image and converts into it again once the consumer has dropped it,
-/// so steady-state capture does not allocate a new frame buffer each time.
+/// so steady-state capture does not allocate a new frame buffer each time; or lends it to the
+/// consumer (`lendCanvas`) and converts into it again once it comes back (`takeBackCanvas`).
 struct V4L2FrameDecoder {
     /// The negotiated pixel format.
     let pixelFormat: PixelFormat
@@ -52,6 +53,25 @@ struct V4L2FrameDecoder {
         case .yuv420:
             return convert(bytes, subsampling: .yuv420, with: PixelConversion.convertYUV420)
         }
+    }
+
+    /// Drops the decoder's reference to the image it delivered last, so that image's holder is
+    /// its only owner and may draw on it in place; false when there was none (MJPEG, or no frame
+    /// yet). The next frame is converted into a new buffer unless `takeBackCanvas` came first.
+    mutating func lendCanvas() -> Bool {
+        guard canvas != nil else { return false }
+        canvas = nil
+        return true
+    }
+
+    /// Converts the next frames into `image`, lent by `lendCanvas`, when it still fits this
+    /// format and no new canvas was made meanwhile. Every sample is converted again, so nothing
+    /// drawn on it shows through.
+    mutating func takeBackCanvas(_ image: consuming YUVImage) {
+        guard canvas == nil, image.width == width, image.height == height,
+            image.subsampling == (pixelFormat == .yuyv ? .yuv422 : .yuv420)
+        else { return }
+        canvas = image
     }
 
     private mutating func convert(

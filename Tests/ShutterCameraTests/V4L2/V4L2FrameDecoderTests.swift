@@ -61,4 +61,102 @@ import Testing
         #expect(a.bytes == [UInt8](repeating: 1, count: 6))
         #expect(b.bytes == [UInt8](repeating: 2, count: 6))
     }
+
+    /// Where an image's planes live, to tell a buffer drawn on in place from a copy.
+    private static func address(_ image: YUVImage) -> UInt {
+        image.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// A 4x2 YUYV frame whose every luma is `luma` and chroma 128.
+    private static func yuyvFrame(luma: UInt8) -> [UInt8] {
+        (0..<8).flatMap { _ in [luma, 128] }
+    }
+
+    @Test func aLentCanvasIsDrawnOnInPlaceAndComesBackForTheNextFrameWithoutTheDrawing() throws {
+        var decoder = V4L2FrameDecoder(pixelFormat: .yuyv, width: 4, height: 2, bytesPerLine: 8)
+        guard
+            case .image(.yuv(var frame), _, _) = Self.yuyvFrame(luma: 60).withUnsafeBytes({
+                decoder.decode($0)
+            })
+        else {
+            Issue.record("expected a YUV image")
+            return
+        }
+        let lent = Self.address(frame)
+        let lending = decoder.lendCanvas()
+        #expect(lending)
+        // Stands for the burned-in text: with the decoder's reference gone, nothing is copied.
+        frame.fill(x: 0, y: 0, width: 2, height: 2, luma: 255, cb: 90, cr: 200)
+        #expect(Self.address(frame) == lent)
+        decoder.takeBackCanvas(consume frame)
+
+        guard
+            case .image(.yuv(let next), _, _) = Self.yuyvFrame(luma: 120).withUnsafeBytes({
+                decoder.decode($0)
+            })
+        else {
+            Issue.record("expected a YUV image")
+            return
+        }
+        #expect(Self.address(next) == lent)
+        var fresh = V4L2FrameDecoder(pixelFormat: .yuyv, width: 4, height: 2, bytesPerLine: 8)
+        guard
+            case .image(.yuv(let expected), _, _) = Self.yuyvFrame(luma: 120).withUnsafeBytes({
+                fresh.decode($0)
+            })
+        else {
+            Issue.record("expected a YUV image")
+            return
+        }
+        #expect(next.bytes == expected.bytes)
+        #expect(next.isFullRange)
+    }
+
+    @Test func aCanvasHeldByTheDecoderIsCopiedRatherThanDrawnOnInPlace() {
+        var decoder = V4L2FrameDecoder(pixelFormat: .yuyv, width: 4, height: 2, bytesPerLine: 8)
+        guard
+            case .image(.yuv(var frame), _, _) = Self.yuyvFrame(luma: 60).withUnsafeBytes({
+                decoder.decode($0)
+            })
+        else {
+            Issue.record("expected a YUV image")
+            return
+        }
+        let held = Self.address(frame)
+        frame.fill(x: 0, y: 0, width: 2, height: 2, luma: 255, cb: 90, cr: 200)
+        // Not lent: the decoder's own canvas is left as it was converted.
+        #expect(Self.address(frame) != held)
+        guard
+            case .image(.yuv(let next), _, _) = Self.yuyvFrame(luma: 60).withUnsafeBytes({
+                decoder.decode($0)
+            })
+        else {
+            Issue.record("expected a YUV image")
+            return
+        }
+        #expect(Self.address(next) == held)
+    }
+
+    @Test func nothingIsLentBeforeAFrameOrForMJPEGAndACanvasOfAnotherSizeIsNotTakenBack() throws {
+        var mjpeg = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 64, height: 48, bytesPerLine: 0)
+        var decoder = V4L2FrameDecoder(pixelFormat: .yuyv, width: 4, height: 2, bytesPerLine: 8)
+        let lentByMJPEG = mjpeg.lendCanvas()
+        let lentBeforeAFrame = decoder.lendCanvas()
+        _ = Self.yuyvFrame(luma: 60).withUnsafeBytes { decoder.decode($0) }
+        let lentAfterAFrame = decoder.lendCanvas()
+        let lentTwice = decoder.lendCanvas()
+        #expect(!lentByMJPEG && !lentBeforeAFrame && lentAfterAFrame && !lentTwice)
+        let other = YUVImage(width: 2, height: 2, subsampling: .yuv422)
+        let otherAddress = Self.address(other)
+        decoder.takeBackCanvas(other)
+        guard
+            case .image(.yuv(let next), 4, 2) = Self.yuyvFrame(luma: 60).withUnsafeBytes({
+                decoder.decode($0)
+            })
+        else {
+            Issue.record("expected a 4x2 YUV image")
+            return
+        }
+        #expect(Self.address(next) != otherAddress)
+    }
 }
