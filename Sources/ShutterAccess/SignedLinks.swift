@@ -72,7 +72,7 @@ public struct SignedLinks: Sendable {
             }
         }
         if expiry == nil && signature == nil { return .absent }
-        guard let expiry, let signature else { return .invalid("a signed link has both exp and sig") }
+        guard let expiry, let signature else { return .invalid("a signed link needs both exp and sig") }
         guard !expiry.isEmpty, expiry.utf8.count <= 12, expiry.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             let expiresAt = Int64(expiry)
         else { return .invalid("exp must be Unix seconds") }

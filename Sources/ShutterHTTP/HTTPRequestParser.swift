@@ -352,6 +352,24 @@ extension HTTPRequestParser {
 
         while cursor < buffer.count {
             let byte = buffer[cursor]
+            if !headScan.requestLineEnded && headScan.targetStart == nil && byte != ASCII.space
+                && byte != ASCII.carriageReturn && byte != ASCII.lineFeed
+            {
+                // The method is a token: refuse the first byte that cannot be in one instead of
+                // waiting for a line end that binary input (a TLS ClientHello) may never send.
+                if let error = ASCII.methodError(
+                    byte: byte, length: cursor - requestStart + 1, first: cursor == requestStart)
+                {
+                    return .failed(error)
+                }
+            }
+            if byte == ASCII.carriageReturn {
+                // RFC 9112 §2.2: a bare CR is invalid; refused at once rather than left to time out.
+                guard cursor + 1 < buffer.count else { return .needMoreData }
+                if buffer[cursor + 1] != ASCII.lineFeed {
+                    return .failed(.malformed("a CR is not followed by LF"))
+                }
+            }
             if !headScan.requestLineEnded {
                 // Track the target (between the first and second SP) so an over-long one is
                 // refused before its line ends (RFC 9112 §3: 414 for a target that is too long).
@@ -787,6 +805,25 @@ private enum ASCII {
     static let colon = UInt8(ascii: ":")
     static let semicolon = UInt8(ascii: ";")
     static let questionMark = UInt8(ascii: "?")
+
+    /// Why a method with `byte` at `length` bytes is refused, or nil if it may go on.
+    static func methodError(byte: UInt8, length: Int, first: Bool) -> HTTPParseError? {
+        // 0x16 0x03 starts every TLS record of a handshake (RFC 8446 §5.1).
+        if first && byte == 0x16 {
+            return .malformed("this port speaks plain HTTP, not TLS: use http://, not https://")
+        }
+        if !ASCII.isTokenCharacter(byte) {
+            return .malformed("the method contains a byte that cannot be in a method")
+        }
+        // The longest registered method is 17 bytes (UPDATEREDIRECTREF); a long one is not a method.
+        if length > maxMethodBytes {
+            return .malformed("the method is longer than \(maxMethodBytes) bytes")
+        }
+        return nil
+    }
+
+    /// The longest method the parser reads before refusing the request.
+    static let maxMethodBytes = 32
 
     /// tchar (RFC 9110 §5.6.2): the characters of methods and field names.
     static func isTokenCharacter(_ byte: UInt8) -> Bool {

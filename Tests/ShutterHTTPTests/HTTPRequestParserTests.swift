@@ -562,7 +562,8 @@ private let errorCases: [ErrorCase] = [
         "empty target", "GET  HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "target is empty")),
     ErrorCase("double space", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "two spaces")),
     ErrorCase(
-        "method not a token", "G(T / HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "not a token")),
+        "method not a token", "G(T / HTTP/1.1\r\nHost: h\r\n\r\n",
+        .malformed(mentioning: "cannot be in a method")),
     ErrorCase("empty method", " / HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "not a token")),
     ErrorCase(
         "control character in target", "GET /a\u{1}b HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -571,7 +572,7 @@ private let errorCases: [ErrorCase] = [
         "tab in target", "GET /a\tb HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "control character")),
     ErrorCase(
         "bare CR in target", "GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n",
-        .malformed(mentioning: "control character")),
+        .malformed(mentioning: "CR is not followed by LF")),
     ErrorCase(
         "non-ASCII target", "GET /caf\u{E9} HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "non-ASCII")),
     ErrorCase("fragment in target", "GET /a#b HTTP/1.1\r\nHost: h\r\n\r\n", .malformed(mentioning: "'#'")),
@@ -622,7 +623,8 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(
         "NUL in value", fields: "Host: h\r\nX: a\u{0}b\r\n", .malformed(mentioning: "control character")),
     ErrorCase(
-        "bare CR in value", fields: "Host: h\r\nX: a\rb\r\n", .malformed(mentioning: "control character")),
+        "bare CR in value", fields: "Host: h\r\nX: a\rb\r\n",
+        .malformed(mentioning: "CR is not followed by LF")),
     ErrorCase(
         "DEL in value", fields: "Host: h\r\nX: a\u{7F}\r\n", .malformed(mentioning: "control character")),
 
@@ -718,6 +720,16 @@ private let errorCases: [ErrorCase] = [
         "trailer without colon", fields: "Host: h\r\nTransfer-Encoding: chunked\r\n",
         body: "0\r\nbad\r\n\r\n",
         .malformed(mentioning: "no colon")),
+    // Refused at the first byte that gives them away, not when a line end arrives (it may never).
+    ErrorCase(
+        "a TLS ClientHello on the plain port", "\u{16}\u{3}\u{1}\u{0}\u{a5}\u{1}",
+        .malformed(mentioning: "not TLS")),
+    ErrorCase("a control byte in the method", "G\u{1}", .malformed(mentioning: "cannot be in a method")),
+    ErrorCase(
+        "a method longer than any", String(repeating: "A", count: 33),
+        .malformed(mentioning: "longer than 32 bytes")),
+    ErrorCase(
+        "a bare CR ending the request line", "GET / HTTP/1.1\rHost: h\r\r", .malformed(mentioning: "CR")),
 ]
 
 @Test(arguments: errorCases)
