@@ -15,6 +15,9 @@ enum CatalogSchema {
     /// taken before it need no rewrite. Version 3 stores the kind of a job's last failure beside
     /// its text, so nothing has to classify failures by their wording. Version 4 gives each
     /// picture the label it was taken with (a snap's or its job's), indexed for `?label=`.
+    /// Version 6 indexes `taken_at` and kept pictures for `/library`'s `since`, `until` and
+    /// `keep` filters; it touches only the media table, so it applies the same whether or not the
+    /// change feed's version 5 ran before it.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
             // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
@@ -74,6 +77,19 @@ enum CatalogSchema {
                 sql: """
                     ALTER TABLE media ADD COLUMN label TEXT;
                     CREATE INDEX media_label ON media (label);
+                    """)
+        },
+        Migration(version: 6) { database in
+            // media_taken_at (each entry ending with the rowid) gives the smallest and largest id
+            // taken in a time range from the index alone; the listing then walks the primary key
+            // between them, in id order, without sorting (MediaCatalog.page). media_keep's entries
+            // are (keep, rowid), so "WHERE keep = ? ORDER BY id" walks it in id order too.
+            // IF NOT EXISTS: branches numbered apart and merged later may meet a database that
+            // already has them.
+            try database.execute(
+                sql: """
+                    CREATE INDEX IF NOT EXISTS media_taken_at ON media (taken_at);
+                    CREATE INDEX IF NOT EXISTS media_keep ON media (keep);
                     """)
         },
     ]
