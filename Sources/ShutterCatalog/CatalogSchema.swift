@@ -82,14 +82,17 @@ enum CatalogSchema {
         Migration(version: 6) { database in
             // media_taken_at (each entry ending with the rowid) gives the smallest and largest id
             // taken in a time range from the index alone; the listing then walks the primary key
-            // between them, in id order, without sorting (MediaCatalog.page). media_keep's entries
-            // are (keep, rowid), so "WHERE keep = ? ORDER BY id" walks it in id order too.
+            // between them, in id order, without sorting (MediaCatalog.page). media_kept is the
+            // partner of retention's media_unkept (keep = 0, created at every open): each holds
+            // only the rows of one keep value, in id order, so "WHERE keep = 1 ORDER BY id" walks
+            // one and stops after a page. Partial, where an index on (keep) would be chosen over
+            // media_retention for retention's own queries (https://www.sqlite.org/partialindex.html).
             // IF NOT EXISTS: branches numbered apart and merged later may meet a database that
             // already has them.
             try database.execute(
                 sql: """
                     CREATE INDEX IF NOT EXISTS media_taken_at ON media (taken_at);
-                    CREATE INDEX IF NOT EXISTS media_keep ON media (keep);
+                    CREATE INDEX IF NOT EXISTS media_kept ON media (id) WHERE keep = 1;
                     """)
         },
     ]

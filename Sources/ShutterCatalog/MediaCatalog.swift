@@ -409,8 +409,9 @@ public actor MediaCatalog {
             arguments.append(.text(label))
         }
         if let keep {
-            conditions.append("keep = ?")
-            arguments.append(.integer(keep ? 1 : 0))
+            // A literal, not a parameter: SQLite uses a partial index (media_kept, media_unkept)
+            // only for a WHERE term that matches its own.
+            conditions.append(keep ? "keep = 1" : "keep = 0")
         }
         if takenSince != nil || takenUntil != nil {
             let time = takenBetween(since: takenSince, until: takenUntil)

@@ -94,13 +94,13 @@ import Testing
             // Turn the file back into what version 4 wrote.
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "DROP INDEX media_taken_at; DROP INDEX media_keep")
+                try database.execute(sql: "DROP INDEX media_taken_at; DROP INDEX media_kept")
                 try database.setUserVersion(4)
             }
             let catalog = try MediaCatalog.open(directory)
             #expect(catalog.reconciliation.isClean)
             let indexes = try await catalog.indexNames()
-            #expect(indexes.contains("media_taken_at") && indexes.contains("media_keep"))
+            #expect(indexes.contains("media_taken_at") && indexes.contains("media_kept"))
             #expect(try await catalog.page(limit: 5, keep: true, takenSince: Self.ten).items.map(\.id) == [1])
         }
     }
