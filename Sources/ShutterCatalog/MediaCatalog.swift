@@ -436,10 +436,11 @@ public actor MediaCatalog {
     /// An index on `taken_at` yields its rows in time order, which is not id order: a clock set
     /// back, or two snaps stored in the other order than their frames were captured, make the two
     /// differ. So the time range is turned into an id range instead: the smallest and the largest
-    /// id taken in it, two lookups that read media_taken_at alone (each entry ends with its
-    /// rowid), once per query. The listing then walks the primary key between those ids, in id
-    /// order as without a time filter, and keeps the rows whose `taken_at` is in the range.
-    /// When ids and times agree (the usual case) every row walked is one listed. `INDEXED BY`
+    /// id taken in it, read once per query from media_taken_at alone (each entry ends with its
+    /// rowid, so the range's index entries are read and never the table; the cost grows with the
+    /// pictures in the range, not the library). The listing then walks the primary key between
+    /// those ids, in id order as without a time filter, and keeps the rows whose `taken_at` is in
+    /// the range. When ids and times agree (the usual case) every row walked is one listed. `INDEXED BY`
     /// because with one bound SQLite would rather find `min(id)` by walking the primary key up to
     /// the first row in range, a scan of everything older; the `+` keeps it from answering the
     /// outer `taken_at` terms from media_taken_at, which would need a sort.
