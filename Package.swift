@@ -94,7 +94,9 @@ let package = Package(
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
                 "ShutterCapture", "ShutterJobRunner", "ShutterWeb", "ShutterAccess", "ShutterOutbox",
-            ]),
+            ],
+            // The OpenAPI document of the whole API, served at /openapi.json as it is in the repository.
+            resources: [.embedInCode("Resources/openapi.json")]),
         .target(
             name: "ShutterDaemon",
             dependencies: [

@@ -25,23 +25,14 @@ struct LibraryRoutes: Sendable {
 
     /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken;
     /// `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
-    /// (exactly), newest first like the whole listing.
+    /// (exactly), `keep=` those marked keep or not, `since=`/`until=` those taken in that time
+    /// range, all newest first like the whole listing unless `after` says otherwise.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
-        let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
-        let before = try query.integer("before", in: 1...Int64.max)
-        let job = try query.integer("job", in: 1...Int64.max)
-        let label = try query.text("label")
-        if let label, label.isEmpty || label.utf8.count > SnapOptions.maximumLabelBytes {
-            throw HTTPError(
-                .badRequest, "invalid parameter",
-                detail: "label must be 1 to \(SnapOptions.maximumLabelBytes) bytes long")
-        }
-        // A job's pictures read in the order taken, so its listing pages forward from the start.
-        let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
+        let query = try LibraryQuery(request)
 
-        // The listing changes only when a picture is added or deleted, so one counter
-        // validates every page: pollers get a 304 without touching the database.
+        // The listing changes only when a picture is added, deleted or (for `keep`) marked, and
+        // the counter counts all three, so one counter validates every page of every filter:
+        // pollers get a 304 without touching the database.
         let etag = "W/\"\(catalog.instanceToken)-\(await catalog.changeCounter)\""
         if let ifNoneMatch = request.headers["If-None-Match"],
             RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
@@ -49,7 +40,8 @@ struct LibraryRoutes: Sendable {
             return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
         }
         let page = try await catalog.page(
-            before: before, after: after, limit: Int(limit), jobID: job, label: label)
+            before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
+            label: query.label, keep: query.keep, takenSince: query.since, takenUntil: query.until)
         var items = "["
         for (index, record) in page.items.enumerated() {
             if index > 0 { items += "," }
@@ -59,13 +51,7 @@ struct LibraryRoutes: Sendable {
         var object = JSONObjectWriter()
         object.rawField("items", items)
         var next: String?
-        if page.hasMore, let last = page.items.last {
-            var link = after != nil ? "/library?after=\(last.id)" : "/library?before=\(last.id)"
-            if let before, after != nil { link += "&before=\(before)" }
-            if let job { link += "&job=\(job)" }
-            if let label { link += "&label=\(PercentEncoding.encodeQueryValue(label))" }
-            next = link + "&limit=\(limit)"
-        }
+        if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
         object.field("next", next)
         return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
     }

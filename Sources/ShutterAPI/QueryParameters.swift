@@ -72,6 +72,18 @@ struct QueryParameters {
         }
     }
 
+    /// A boolean parameter spelled exactly `true` or `false`, or nil if absent; 400 otherwise.
+    func strictBoolean(_ name: String) throws -> Bool? {
+        guard let text = values[name] else { return nil }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default:
+            throw HTTPError(
+                .badRequest, "invalid parameter", detail: "\(name) must be true or false, not '\(text)'")
+        }
+    }
+
     /// A parameter's text as sent, or nil if absent.
     func text(_ name: String) throws -> String? {
         values[name]

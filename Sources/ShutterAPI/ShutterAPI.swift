@@ -103,6 +103,7 @@ public struct ShutterAPI: Sendable {
             in: &router)
         jobRoutes.register(in: &router)
         if let links = settings.links { LinkRoutes(links: links, clock: clock).register(in: &router) }
+        OpenAPIRoute().register(in: &router)
         // Added last, so the index lists every other endpoint from the router itself.
         IndexRoute(endpoints: router.endpoints, version: settings.version).register(in: &router)
         return router

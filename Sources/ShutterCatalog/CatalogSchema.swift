@@ -17,6 +17,9 @@ enum CatalogSchema {
     /// picture the label it was taken with (a snap's or its job's), indexed for `?label=`.
     /// Version 5 adds the event history behind `/events` and the outbox sinks, and each sink's
     /// cursor into it.
+    /// Version 6 indexes `taken_at` and kept pictures for `/library`'s `since`, `until` and
+    /// `keep` filters; it touches only the media table, so it applies the same whether or not the
+    /// change feed's version 5 ran before it.
     static let migrations: [Migration] = [
         Migration(version: 1) { database in
             // AUTOINCREMENT keeps the largest id ever used in sqlite_sequence, so the id of a
@@ -94,6 +97,22 @@ enum CatalogSchema {
                         sink TEXT PRIMARY KEY,
                         event_id INTEGER NOT NULL
                     ) STRICT;
+                    """)
+        },
+        Migration(version: 6) { database in
+            // media_taken_at (each entry ending with the rowid) gives the smallest and largest id
+            // taken in a time range from the index alone; the listing then walks the primary key
+            // between them, in id order, without sorting (MediaCatalog.page). media_kept is the
+            // partner of retention's media_unkept (keep = 0, created at every open): each holds
+            // only the rows of one keep value, in id order, so "WHERE keep = 1 ORDER BY id" walks
+            // one and stops after a page. Partial, where an index on (keep) would be chosen over
+            // media_retention for retention's own queries (https://www.sqlite.org/partialindex.html).
+            // IF NOT EXISTS: branches numbered apart and merged later may meet a database that
+            // already has them.
+            try database.execute(
+                sql: """
+                    CREATE INDEX IF NOT EXISTS media_taken_at ON media (taken_at);
+                    CREATE INDEX IF NOT EXISTS media_kept ON media (id) WHERE keep = 1;
                     """)
         },
     ]

@@ -218,37 +218,24 @@ public actor MediaCatalog {
     /// - With both: the ids strictly between them, ascending.
     ///
     /// `hasMore` says whether a further page exists in the same direction. `jobID` keeps only the
-    /// pictures of that job, `label` only those taken with exactly that label (both indexed).
+    /// pictures of that job, `label` only those taken with exactly that label, `keep` only those
+    /// marked (or not marked) keep, and `takenSince`/`takenUntil` (wall milliseconds) only those
+    /// taken at or after `takenSince` and before `takenUntil`. Every filter is indexed; they
+    /// combine with each other and with the cursors.
     public func page(
-        before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil, label: String? = nil
+        before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil, label: String? = nil,
+        keep: Bool? = nil, takenSince: Int64? = nil, takenUntil: Int64? = nil
     ) throws -> MediaPage {
         guard limit >= 1 else { throw CatalogError.invalidArgument("limit \(limit) is below 1") }
         // SQLite's LIMIT is a 64-bit integer; clamping keeps `limit + 1` from overflowing.
         let limit = min(limit, Int(Int32.max))
-        var conditions: [String] = []
-        var arguments: [DatabaseValue] = []
-        if let after {
-            conditions.append("id > ?")
-            arguments.append(.integer(after))
-        }
-        if let before {
-            conditions.append("id < ?")
-            arguments.append(.integer(before))
-        }
-        if let jobID {
-            conditions.append("job_id = ?")
-            arguments.append(.integer(jobID))
-        }
-        if let label {
-            conditions.append("label = ?")
-            arguments.append(.text(label))
-        }
         // One more row than asked tells whether another page exists without a COUNT.
-        arguments.append(.integer(Int64(limit) + 1))
-        let sql = Self.pageSQL(conditions: conditions, ascending: after != nil)
+        let (sql, arguments) = Self.pageQuery(
+            before: before, after: after, rows: limit + 1, jobID: jobID, label: label, keep: keep,
+            takenSince: takenSince, takenUntil: takenUntil)
         do {
             var items = try database.fetchAll(
-                sql: sql, arguments: StatementArguments(arguments), Self.decodeRecord)
+                sql: sql, arguments: arguments, Self.decodeRecord)
             let hasMore = items.count > limit
             if hasMore { items.removeLast() }
             return MediaPage(items: items, hasMore: hasMore)
@@ -424,12 +411,89 @@ public actor MediaCatalog {
 
     static let columns = "id, taken_at, width, height, bytes, sha256, source, job_id, keep, label"
 
+    /// The SQL and arguments of `page`, reading at most `rows` rows.
+    static func pageQuery(
+        before: Int64?, after: Int64?, rows: Int, jobID: Int64? = nil, label: String? = nil,
+        keep: Bool? = nil,
+        takenSince: Int64? = nil, takenUntil: Int64? = nil
+    ) -> (sql: String, arguments: StatementArguments) {
+        var conditions: [String] = []
+        var arguments: [DatabaseValue] = []
+        if let after {
+            conditions.append("id > ?")
+            arguments.append(.integer(after))
+        }
+        if let before {
+            conditions.append("id < ?")
+            arguments.append(.integer(before))
+        }
+        if let jobID {
+            conditions.append("job_id = ?")
+            arguments.append(.integer(jobID))
+        }
+        if let label {
+            conditions.append("label = ?")
+            arguments.append(.text(label))
+        }
+        if let keep {
+            // A literal, not a parameter: SQLite uses a partial index (media_kept, media_unkept)
+            // only for a WHERE term that matches its own.
+            conditions.append(keep ? "keep = 1" : "keep = 0")
+        }
+        if takenSince != nil || takenUntil != nil {
+            let time = takenBetween(since: takenSince, until: takenUntil)
+            conditions += time.conditions
+            arguments += time.arguments
+        }
+        arguments.append(.integer(Int64(rows)))
+        return (pageSQL(conditions: conditions, ascending: after != nil), StatementArguments(arguments))
+    }
+
     /// The page query for `conditions` (joined with AND), ordered along the primary key.
     ///
     /// The last parameter is the row limit.
     static func pageSQL(conditions: [String], ascending: Bool) -> String {
         let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         return "SELECT \(columns) FROM media\(filter) ORDER BY id \(ascending ? "ASC" : "DESC") LIMIT ?"
+    }
+
+    /// The conditions that keep the pictures taken in `[since, until)` (either may be nil), in id
+    /// order without sorting and without a scan.
+    ///
+    /// An index on `taken_at` yields its rows in time order, which is not id order: a clock set
+    /// back, or two snaps stored in the other order than their frames were captured, make the two
+    /// differ. So the time range is turned into an id range instead: the smallest and the largest
+    /// id taken in it, read once per query from media_taken_at alone (each entry ends with its
+    /// rowid, so the range's index entries are read and never the table; the cost grows with the
+    /// pictures in the range, not the library). The listing then walks the primary key between
+    /// those ids, in id order as without a time filter, and keeps the rows whose `taken_at` is in
+    /// the range. When ids and times agree (the usual case) every row walked is one listed. `INDEXED BY`
+    /// because with one bound SQLite would rather find `min(id)` by walking the primary key up to
+    /// the first row in range, a scan of everything older; the `+` keeps it from answering the
+    /// outer `taken_at` terms from media_taken_at, which would need a sort.
+    static func takenBetween(since: Int64?, until: Int64?) -> (
+        conditions: [String], arguments: [DatabaseValue]
+    ) {
+        var terms: [String] = []
+        var bounds: [DatabaseValue] = []
+        if let since {
+            terms.append("taken_at >= ?")
+            bounds.append(.integer(since))
+        }
+        if let until {
+            terms.append("taken_at < ?")
+            bounds.append(.integer(until))
+        }
+        let range = terms.joined(separator: " AND ")
+        // An empty range makes min and max NULL, and "id >= NULL" keeps nothing.
+        return (
+            [
+                "id >= (SELECT min(id) FROM media INDEXED BY media_taken_at WHERE \(range))",
+                "id <= (SELECT max(id) FROM media INDEXED BY media_taken_at WHERE \(range))",
+            ]
+                + terms.map { "+" + $0 },
+            bounds + bounds + bounds
+        )
     }
 
     private static func decodeRecord(_ row: Row) throws -> MediaRecord {

@@ -10,7 +10,7 @@ import Testing
 /// not in this table fails here until someone decides its scope.
 @Suite struct RouteScopesTests {
     static let expected: [String: AccessScope] = [
-        "GET /healthz": .none, "GET /metrics": .view,
+        "GET /healthz": .none, "GET /metrics": .view, "GET /openapi.json": .view,
         "GET /": .view, "GET /status": .view, "GET /cameras": .view, "GET /camera/controls": .view,
         "GET /library": .view, "GET /library/{id}": .view, "GET /media/{id}.jpg": .view,
         "GET /preview.jpg": .view, "GET /preview.mjpg": .view, "GET /jobs": .view, "GET /jobs/{id}": .view,

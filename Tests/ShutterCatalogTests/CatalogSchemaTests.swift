@@ -10,7 +10,7 @@ import Testing
             #expect(try database.userVersion() == 0)
             try CatalogSchema.migrate(database)
             #expect(try database.userVersion() == CatalogSchema.latestVersion)
-            #expect(CatalogSchema.latestVersion == 5)
+            #expect(CatalogSchema.latestVersion == 6)
             try CatalogSchema.migrate(database)
             let columns = try database.fetchAll(
                 sql: "SELECT name, \"notnull\" FROM pragma_table_info('media')"
@@ -23,6 +23,56 @@ import Testing
                     "job_id:0",
                     "keep:1", "label:0",
                 ])
+        }
+    }
+
+    /// `/library`'s time and keep filters, alone, together, with the other filters and with the
+    /// cursors: each reads an index and walks rows in id order. No sort, and no scan of the table
+    /// (a scan of a partial index holding only the kept or unkept pictures, in id order, stops
+    /// after a page); the time range's two lookups read media_taken_at alone.
+    @Test(arguments: [
+        // (since, until, keep, job, label)
+        (true, false, false, false, false), (false, true, false, false, false),
+        (true, true, false, false, false),
+        (false, false, true, false, false), (true, true, true, false, false),
+        (true, false, false, true, false),
+        (false, true, false, false, true), (false, false, true, true, true), (true, true, true, true, true),
+    ])
+    func filteredPageQueriesUseIndexesInKeyOrder(
+        since: Bool, until: Bool, keep: Bool, job: Bool, label: Bool
+    ) async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try Database(path: "\(directory)/catalog.sqlite")
+            try CatalogSchema.migrate(database)
+            // As every open does: retention's indexes, media_unkept among them.
+            try MediaCatalog.createRetentionIndex(database)
+            let cursors: [(Int64?, Int64?)] = [(nil, nil), (9, nil), (nil, 3), (9, 3)]
+            for (before, after) in cursors {
+                for keepValue in keep ? [true, false] : [nil] {
+                    let (sql, arguments) = MediaCatalog.pageQuery(
+                        before: before, after: after, rows: 51, jobID: job ? 7 : nil,
+                        label: label ? "door" : nil,
+                        keep: keepValue, takenSince: since ? 1_000 : nil, takenUntil: until ? 2_000 : nil)
+                    let plan = try database.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments) {
+                        try $0.decode(String.self, at: 3)
+                    }
+                    let described = plan.joined(separator: "; ")
+                    #expect(!described.contains("TEMP B-TREE"), "sorts: \(described)")
+                    let partial = [
+                        "SCAN media USING INDEX media_kept", "SCAN media USING INDEX media_unkept",
+                    ]
+                    #expect(
+                        !plan.contains { $0.hasPrefix("SCAN media") && !partial.contains($0) },
+                        "scans: \(described)")
+                    if since || until {
+                        #expect(described.contains("COVERING INDEX media_taken_at (taken_at"), "\(described)")
+                    }
+                    if let keepValue, !job, !label, !(since || until) {
+                        let index = keepValue ? "media_kept" : "media_unkept"
+                        #expect(described.contains("USING INDEX \(index)"), "\(described)")
+                    }
+                }
+            }
         }
     }
 

@@ -58,6 +58,7 @@ def test_every_route_needs_its_scope_with_bearer_and_basic(protected):
         ("GET", "/healthz", None, "none"),
         ("GET", "/", None, "view"),
         ("GET", "/status", None, "view"),
+        ("GET", "/openapi.json", None, "view"),
         ("GET", "/cameras", None, "view"),
         ("GET", "/camera/controls", None, "view"),
         ("GET", "/library", None, "view"),
