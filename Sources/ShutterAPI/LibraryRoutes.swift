@@ -6,6 +6,8 @@ import ShutterSystem
 /// `/library`: the catalog's records, paged, and one picture's record, deletion and `keep`.
 struct LibraryRoutes: Sendable {
     let catalog: MediaCatalog
+    /// `wait=` on `after=` listings.
+    let longPoll: LongPoll
 
     /// Largest page `GET /library` (and `GET /jobs`) serves.
     static let maximumPageSize: Int64 = 500
@@ -27,7 +29,8 @@ struct LibraryRoutes: Sendable {
     /// `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
     /// (exactly), newest first like the whole listing.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
+        let query = try QueryParameters(
+            request, allowed: ["limit", "before", "after", "job", "label", "wait"])
         let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
         let before = try query.integer("before", in: 1...Int64.max)
         let job = try query.integer("job", in: 1...Int64.max)
@@ -39,6 +42,13 @@ struct LibraryRoutes: Sendable {
         }
         // A job's pictures read in the order taken, so its listing pages forward from the start.
         let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
+        if let wait = try query.integer("wait", in: 0...LongPoll.maximumWaitSeconds) {
+            guard let after else {
+                throw HTTPError(
+                    .badRequest, "invalid parameter", detail: "wait needs after: it waits for pictures after that id")
+            }
+            try await waitForPictures(after: after, before: before, job: job, label: label, seconds: wait)
+        }
 
         // The listing changes only when a picture is added or deleted, so one counter
         // validates every page: pollers get a 304 without touching the database.
@@ -68,6 +78,16 @@ struct LibraryRoutes: Sendable {
         }
         object.field("next", next)
         return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// Returns once the `after=` listing has a picture, or after `seconds` (the long-poll).
+    func waitForPictures(after: Int64, before: Int64?, job: Int64?, label: String?, seconds: Int64) async throws {
+        _ = try await longPoll.answer(
+            waitingUpTo: seconds, for: [.pictureCreated],
+            look: {
+                try await catalog.page(before: before, after: after, limit: 1, jobID: job, label: label).items.isEmpty
+            },
+            isReady: { isEmpty in !isEmpty })
     }
 
     /// `GET /library/{id}`: one record.

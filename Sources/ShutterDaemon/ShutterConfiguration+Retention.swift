@@ -11,3 +11,12 @@ extension ShutterConfiguration {
         return policy.isUnlimited ? nil : policy
     }
 }
+
+extension ShutterConfiguration {
+    /// How much event history the catalog keeps, from the `outbox_*` keys.
+    public var eventHistoryLimits: EventHistoryLimits {
+        EventHistoryLimits(
+            maxEvents: outboxMaxEvents,
+            maxAgeMilliseconds: outboxMaxAgeSeconds > 0 ? Int64(outboxMaxAgeSeconds) * 1000 : nil)
+    }
+}

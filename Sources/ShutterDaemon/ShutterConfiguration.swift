@@ -44,6 +44,16 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var snapTimeoutMilliseconds = 3000
     /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
     public var previewStallTimeoutMilliseconds = 10_000
+    /// Open `/events` streams at once (503 beyond).
+    public var maxEventStreams = 1024
+    /// Long-polls (`wait=`) waiting at once (503 beyond).
+    public var maxLongPolls = 1024
+    /// Silence on an `/events` stream after which a comment line is sent.
+    public var eventKeepAliveMilliseconds = 15_000
+    /// The most events the catalog's history keeps (the replay window of `/events`).
+    public var outboxMaxEvents = 100_000
+    /// Events older than this many seconds leave the history (0: no age limit).
+    public var outboxMaxAgeSeconds = 7 * 24 * 3600
     public var http = HTTPServerConfiguration()
     /// Jobs that may be scheduled or running at once.
     public var maxActiveJobs = 8
@@ -278,6 +288,24 @@ extension ConfigurationKey {
             "preview_stall_timeout_ms", "MS",
             "a /preview.mjpg viewer that reads nothing for this long is disconnected",
             range: 100...3_600_000, \.previewStallTimeoutMilliseconds),
+        integer(
+            "max_event_streams", "N", "open /events streams at once; more are answered 503",
+            range: 1...100_000, \.maxEventStreams),
+        integer(
+            "max_long_polls", "N",
+            "requests waiting at once with wait= (GET /library, GET /jobs/{id}); more are answered 503",
+            range: 1...100_000, \.maxLongPolls),
+        integer(
+            "event_keep_alive_ms", "MS",
+            "an /events stream silent for this long gets a comment line, so proxies keep it open",
+            range: 100...3_600_000, \.eventKeepAliveMilliseconds),
+        integer(
+            "outbox_max_events", "N",
+            "the most events the catalog keeps for replay (Last-Event-ID); a client further behind gets a reset",
+            range: 1...100_000_000, \.outboxMaxEvents),
+        integer(
+            "outbox_max_age_s", "S", "events older than this leave the kept history (0: no age limit)",
+            range: 0...Int(Int32.max), \.outboxMaxAgeSeconds),
         integer(
             "retention_max_pictures", "N",
             "the most pictures kept; the oldest not marked keep go first (0: no limit)",

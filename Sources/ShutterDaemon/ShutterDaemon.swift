@@ -69,7 +69,7 @@ public final class ShutterDaemon {
         let catalog = try MediaCatalog(
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
             retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes),
-            clock: clock)
+            eventHistoryLimits: configuration.eventHistoryLimits, clock: clock)
         let cameraPath = chooseCameraPath()
         let capture = try CaptureService(
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
@@ -96,9 +96,20 @@ public final class ShutterDaemon {
             capture: capture, quality: configuration.quality, queue: loop, clock: clock,
             logger: logger.with("component", "preview"))
         let httpMetrics = HTTPMetrics()
+        let events = EventHub(
+            catalog: catalog, queue: loop,
+            settings: EventHub.Settings(
+                maxEventStreams: configuration.maxEventStreams, maxWaiters: configuration.maxLongPolls,
+                keepAliveMilliseconds: configuration.eventKeepAliveMilliseconds,
+                stallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds),
+            clock: clock, logger: logger.with("component", "events"))
+        blockingAwait { await events.start() }
+        stopInReverse.append { events.stop() }
+        // Keep-alives are due on the loop's tick; the hub looks at its streams only when one is.
+        loop.addTickHandler { events.tick() }
         let api = ShutterAPI(
             capture: capture, catalog: catalog, jobs: jobs, preview: preview,
-            discovery: try DeviceDiscovery(logger: logger.with("component", "discovery")),
+            discovery: try DeviceDiscovery(logger: logger.with("component", "discovery")), events: events,
             settings: ShutterAPI.Settings(
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
