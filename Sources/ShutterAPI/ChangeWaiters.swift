@@ -48,7 +48,8 @@ final class ChangeWaiters: Sendable {
     func wake(_ types: Set<CatalogEventType>) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             var ready: [CheckedContinuation<Void, Never>] = []
-            for (id, waiter) in state.waiters where !waiter.signalled && !waiter.types.isDisjoint(with: types) {
+            for (id, waiter) in state.waiters where !waiter.signalled && !waiter.types.isDisjoint(with: types)
+            {
                 state.waiters[id]?.signalled = true
                 if let continuation = waiter.continuation {
                     ready.append(continuation)
@@ -64,7 +65,9 @@ final class ChangeWaiters: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    guard let waiter = state.waiters[id], !waiter.signalled, !waiter.cancelled else { return true }
+                    guard let waiter = state.waiters[id], !waiter.signalled, !waiter.cancelled else {
+                        return true
+                    }
                     state.waiters[id]?.continuation = continuation
                     return false
                 }

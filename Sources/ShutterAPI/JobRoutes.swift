@@ -64,7 +64,9 @@ struct JobRoutes: Sendable {
         if let stateNot, !Self.jobStates.contains(stateNot) {
             throw HTTPError(
                 .badRequest, "invalid parameter",
-                detail: "state_not must be one of \(Self.jobStates.sorted().joined(separator: ", ")), not '\(stateNot.prefix(40))'")
+                detail:
+                    "state_not must be one of \(Self.jobStates.sorted().joined(separator: ", ")), not '\(stateNot.prefix(40))'"
+            )
         }
         var avoided = stateNot
         let found = try await longPoll.answer(

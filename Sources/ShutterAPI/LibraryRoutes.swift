@@ -45,7 +45,8 @@ struct LibraryRoutes: Sendable {
         if let wait = try query.integer("wait", in: 0...LongPoll.maximumWaitSeconds) {
             guard let after else {
                 throw HTTPError(
-                    .badRequest, "invalid parameter", detail: "wait needs after: it waits for pictures after that id")
+                    .badRequest, "invalid parameter",
+                    detail: "wait needs after: it waits for pictures after that id")
             }
             try await waitForPictures(after: after, before: before, job: job, label: label, seconds: wait)
         }
@@ -81,11 +82,14 @@ struct LibraryRoutes: Sendable {
     }
 
     /// Returns once the `after=` listing has a picture, or after `seconds` (the long-poll).
-    func waitForPictures(after: Int64, before: Int64?, job: Int64?, label: String?, seconds: Int64) async throws {
+    func waitForPictures(after: Int64, before: Int64?, job: Int64?, label: String?, seconds: Int64)
+        async throws
+    {
         _ = try await longPoll.answer(
             waitingUpTo: seconds, for: [.pictureCreated],
             look: {
-                try await catalog.page(before: before, after: after, limit: 1, jobID: job, label: label).items.isEmpty
+                try await catalog.page(before: before, after: after, limit: 1, jobID: job, label: label).items
+                    .isEmpty
             },
             isReady: { isEmpty in !isEmpty })
     }
