@@ -445,3 +445,92 @@ def test_a_polling_scripts_view_matches_the_library_through_snaps_deletes_retent
     # None missed: every picture taken after the stream opened was announced.
     assert set(taken) <= set(script.created_events), set(taken) - set(script.created_events)
     assert script.resets == 0 and script.errors == []
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_page_shows_pictures_from_events_without_polling_and_across_a_restart(make_daemon, tmp_path):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    import os
+    import subprocess
+
+    os.environ.setdefault("SE_OFFLINE", "true")
+    # A fixed port, so the page's EventSource finds the restarted daemon where it left it.
+    port = free_port()
+    args = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30", "--listen", f"127.0.0.1:{port}"]
+    d = make_daemon(args)
+    assert d.port == port
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1280,900", "--no-first-run", "--disable-extensions",
+                     f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(argument)
+    # The network log: every request the page makes.
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+
+    def wait(condition, timeout, message):
+        return WebDriverWait(browser, timeout, poll_frequency=0.02).until(lambda _: condition(), message)
+
+    def thumbnails():
+        return browser.execute_script(
+            "return [...document.querySelectorAll('#gallery li')].map((item) => Number(item.dataset.id))")
+
+    def curl_snap():
+        out = subprocess.run(["curl", "-sf", "-X", "POST", f"http://127.0.0.1:{port}/snap"],
+                             capture_output=True, check=True, timeout=10)
+        return json.loads(out.stdout)["id"]
+
+    requested = []
+
+    def read_network_log():
+        for entry in browser.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message["method"] == "Network.requestWillBeSent":
+                requested.append(message["params"]["request"]["url"])
+
+    try:
+        browser.get(f"http://127.0.0.1:{port}/")
+        wait(lambda: "640×480" in browser.find_element(By.ID, "mode").text, 10, "the preview never showed")
+        wait(lambda: browser.execute_script("return events.readyState") == 1, 5, "/events never opened")
+        time.sleep(1.5)  # long enough for a poll once a second to show in the log
+
+        # A picture taken by curl shows within a second.
+        picture = curl_snap()
+        started = time.monotonic()
+        wait(lambda: picture in thumbnails(), 1.0, "the picture taken by curl did not show within a second")
+        shown_after = time.monotonic() - started
+        # Deleted elsewhere: gone just as fast.
+        assert d.request("DELETE", f"/library/{picture}")[0] == 204
+        wait(lambda: picture not in thumbnails(), 1.0, "the deleted picture stayed")
+
+        # A restart: pictures taken while the page is disconnected are replayed once it reconnects.
+        assert d.stop() == 0
+        d2 = make_daemon(args, data_dir=tmp_path / "data")
+        while_away = curl_snap()
+        wait(lambda: while_away in thumbnails(), 10, "the picture taken across the restart never showed")
+        after = curl_snap()
+        wait(lambda: after in thumbnails(), 1.0, "a picture after the reconnect did not show within a second")
+        assert thumbnails() == sorted(set(thumbnails()), reverse=True)
+        _, _, listing = d2.json("GET", "/library")
+        assert thumbnails() == [item["id"] for item in listing["items"]]
+
+        read_network_log()
+        paths = [url.split(str(port), 1)[1] for url in requested if f"127.0.0.1:{port}" in url]
+        assert not [p for p in paths if p.startswith("/status")], paths
+        # Listed once at load, never polled.
+        assert len([p for p in paths if p.startswith("/library")]) == 1, paths
+        assert len([p for p in paths if p.startswith("/jobs")]) == 1, paths
+        assert any(p.startswith("/events") for p in paths), paths
+        print(f"\npicture shown {shown_after * 1000:.0f} ms after curl's snap returned")
+    finally:
+        browser.quit()
