@@ -17,12 +17,14 @@ TEST_PATTERN = ["--camera", "test-pattern", "--size", "640x480", "--fps", "60"]
 class EventStream:
     """One GET /events on a raw socket, parsed as the WHATWG event-stream format."""
 
-    def __init__(self, port, path="/events", headers=None, rcvbuf=None, timeout=10):
+    def __init__(self, port, path="/events", headers=None, rcvbuf=None, timeout=10, tls=None):
         self.sock = socket.socket()
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
+        if tls:
+            self.sock = tls.wrap_socket(self.sock, server_hostname="127.0.0.1")
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n".encode())
         self.buffer = b""
@@ -209,6 +211,23 @@ def test_the_types_filter_and_unknown_types(make_daemon):
     assert "picture.eaten" in body["detail"]
     status, _, body = d.json("GET", "/events", headers={"Last-Event-ID": "yesterday"})
     assert status == 400, body
+
+
+def test_events_over_https(make_daemon, tmp_path):
+    import ssl
+    import subprocess
+    from test_tls import make_certificate
+
+    cert, key = make_certificate(str(tmp_path), "events", 1)
+    d = make_daemon([*TEST_PATTERN, "--tls-cert", cert, "--tls-key", key])
+    stream = EventStream(d.port, tls=ssl.create_default_context(cafile=cert))
+    status, headers = stream.head()
+    assert status == 200 and headers["content-type"] == "text/event-stream; charset=utf-8"
+    out = subprocess.run(["curl", "-sf", "--cacert", cert, "-X", "POST", f"https://127.0.0.1:{d.port}/snap"],
+                         capture_output=True, check=True, timeout=10)
+    event = stream.next_event()
+    assert event["event"] == "picture.created" and event["data"] == json.loads(out.stdout)
+    stream.close()
 
 
 def test_a_silent_stream_gets_a_comment_every_keep_alive_interval(make_daemon):
