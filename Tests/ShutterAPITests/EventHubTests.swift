@@ -206,4 +206,21 @@ import Testing
         ticket.finish()
         _ = try waiters.register(for: [.pictureCreated])
     }
+
+    @Test func aWakeBetweenTheLookAndTheWaitIsNotLostAndOtherTypesDoNotWake() async throws {
+        let waiters = ChangeWaiters(limit: 4)
+        let clock = ManualClock()
+        let ticket = try waiters.register(for: [.pictureCreated])
+        defer { ticket.finish() }
+        // The picture is committed after the waiter looked and before it waits.
+        waiters.wake([.pictureCreated])
+        #expect(await ticket.wait(until: clock.monotonicNow().advanced(by: 1_000_000_000), clock: clock))
+        ticket.rearm()
+        waiters.wake([.jobEnded, .pictureDeleted])
+        let deadline = clock.monotonicNow().advanced(by: 1_000_000_000)
+        let waited = Task { await ticket.wait(until: deadline, clock: clock) }
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: 1_000_000_000)
+        #expect(await waited.value == false)
+    }
 }
