@@ -10,6 +10,9 @@ import ShutterSystem
 final class ChangeWaiters: Sendable {
     private struct Waiter {
         var types: Set<CatalogEventType>
+        /// Narrows `types` to the events of one thing (one job), so a burst of other jobs'
+        /// updates does not make every waiter look again.
+        var filter: (@Sendable (CatalogEvent) -> Bool)?
         var signalled = false
         var cancelled = false
         var continuation: CheckedContinuation<Void, Never>?
@@ -32,24 +35,40 @@ final class ChangeWaiters: Sendable {
     /// How many are waiting (or registered to).
     var count: Int { state.withLock { $0.waiters.count } }
 
-    /// Registers a waiter for events of `types`; throws when `limit` are already registered.
-    func register(for types: Set<CatalogEventType>) throws(ChangeFeedError) -> ChangeTicket {
+    /// Registers a waiter for events of `types` (those `filter` accepts, when given); throws when
+    /// `limit` are already registered.
+    func register(
+        for types: Set<CatalogEventType>, where filter: (@Sendable (CatalogEvent) -> Bool)? = nil
+    ) throws(ChangeFeedError) -> ChangeTicket {
         let id = state.withLock { state -> UInt64? in
             guard state.waiters.count < limit else { return nil }
             defer { state.nextID += 1 }
-            state.waiters[state.nextID] = Waiter(types: types)
+            state.waiters[state.nextID] = Waiter(types: types, filter: filter)
             return state.nextID
         }
         guard let id else { throw .tooManyWaiters(limit: limit) }
         return ChangeTicket(id: id, waiters: self)
     }
 
-    /// Wakes every waiter interested in one of `types`.
-    func wake(_ types: Set<CatalogEventType>) {
+    /// Wakes every waiter interested in one of `events`.
+    func wake(_ events: [CatalogEvent]) {
+        let types = Set(events.map(\.type))
+        // Filters run outside the lock (it is never held across a call out): the interested
+        // waiters are copied, chosen, then signalled.
+        let interested = state.withLock { state in
+            state.waiters.filter { !$0.value.signalled && !$0.value.types.isDisjoint(with: types) }
+                .map { (id: $0.key, types: $0.value.types, filter: $0.value.filter) }
+        }
+        let chosen = Set(
+            interested.filter { waiter in
+                guard let filter = waiter.filter else { return true }
+                return events.contains { waiter.types.contains($0.type) && filter($0) }
+            }.map(\.id))
+        guard !chosen.isEmpty else { return }
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             var ready: [CheckedContinuation<Void, Never>] = []
-            for (id, waiter) in state.waiters where !waiter.signalled && !waiter.types.isDisjoint(with: types)
-            {
+            for id in chosen {
+                guard let waiter = state.waiters[id], !waiter.signalled else { continue }
                 state.waiters[id]?.signalled = true
                 if let continuation = waiter.continuation {
                     ready.append(continuation)

@@ -129,7 +129,7 @@ public final class EventHub: @unchecked Sendable {
             let framed = events.map(ServerSentEvent.init)
             for entry in streams.values { entry.stream?.deliver(framed) }
         }
-        waiters.wake(Set(events.map(\.type)))
+        waiters.wake(events)
     }
 
     /// Wakes the streams whose keep-alive is due; the loop's tick calls it.

@@ -71,6 +71,7 @@ struct JobRoutes: Sendable {
         var avoided = stateNot
         let found = try await longPoll.answer(
             waitingUpTo: wait, for: [.jobCreated, .jobUpdated, .jobEnded],
+            where: { event in Self.isEvent(event, ofJob: id) },
             look: { try await jobs.job(id: id) },
             isReady: { snapshot in
                 guard let snapshot else { return true }
@@ -79,6 +80,12 @@ struct JobRoutes: Sendable {
             })
         guard let snapshot = found else { throw Self.notFound(id) }
         return .json(.ok, try await json(snapshot), headers: ["Cache-Control": "no-cache"])
+    }
+
+    /// Whether a `job.*` event is about job `id`: its data is the job's row, whose first field is
+    /// the id (`JobRecord.eventJSON`), so a prefix tells without parsing every event of a burst.
+    static func isEvent(_ event: CatalogEvent, ofJob id: Int64) -> Bool {
+        event.data.hasPrefix("{\"id\":\(id),")
     }
 
     /// `DELETE /jobs/{id}`: cancels the job; the pictures it took stay.
