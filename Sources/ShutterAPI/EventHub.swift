@@ -41,7 +41,7 @@ public final class EventHub: @unchecked Sendable {
     let settings: Settings
     /// The long-polls, woken with each batch.
     let waiters: ChangeWaiters
-    private let logger: Logger
+    let logger: Logger
     private var subscription: Broadcast<[CatalogEvent]>.Subscription?
     /// The newest id delivered: where a stream without `Last-Event-ID` starts.
     private(set) var latestID: Int64 = 0

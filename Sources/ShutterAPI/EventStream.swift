@@ -51,7 +51,14 @@ final class EventStream: HTTPBodyStream, @unchecked Sendable {
     }
 
     func deliver(_ events: [ServerSentEvent]) {
+        let overflowsBefore = state.overflows
         if state.eventsArrived(events) { writer?.wake() }
+        if state.overflows > overflowsBefore {
+            // Once per episode: the stream reads the history until it is live again.
+            hub.logger.info(
+                "event stream fell behind; reading the history",
+                ["after": String(state.sentThrough), "overflows": String(state.overflows)])
+        }
     }
 
     func pageArrived(_ page: CatalogEventPage, complete: Bool) {

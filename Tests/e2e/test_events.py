@@ -243,6 +243,33 @@ def test_the_openapi_fragment_is_valid_and_names_the_types_the_server_knows(make
     assert documented == known + ["reset"]
 
 
+def test_a_long_replay_and_a_slow_reader_get_every_event_in_order(make_daemon):
+    d = make_daemon([*TEST_PATTERN, "--preview-stall-timeout-ms", "30000"])
+    slow = EventStream(d.port, rcvbuf=4096)
+    assert slow.head()[0] == 200
+    status, _, job = d.json("POST", "/jobs", body=json.dumps({"kind": "burst", "count": 300,
+                                                                "label": "y" * 200}))
+    assert status == 201, job
+    # The slow reader reads nothing for a while as the burst runs: more than its queue's 256
+    # events pile up, so it reads the history instead, and loses nothing.
+    d.wait_for_log("event stream fell behind; reading the history", timeout=20)
+    ids = []
+    while True:
+        event = slow.next_event()
+        ids.append(event["id"])
+        if event["event"] == "job.ended":
+            break
+    slow.close()
+    # A fresh data directory: the job's creation is event 1, and every one after it arrived.
+    assert ids == list(range(1, len(ids) + 1)), "a gap or a repeat"
+    assert len(ids) >= 302  # job.created, 300 pictures, job.ended, and the job's updates
+    # The whole history again from the start: several pages of 128, the same events.
+    replay = open_stream(d, headers={"Last-Event-ID": str(ids[0] - 1)})
+    replayed = [replay.next_event()["id"] for _ in ids]
+    replay.close()
+    assert replayed == ids
+
+
 def test_a_silent_stream_gets_a_comment_every_keep_alive_interval(make_daemon):
     d = make_daemon([*TEST_PATTERN, "--event-keep-alive-ms", "300"])
     stream = open_stream(d)
