@@ -36,10 +36,9 @@ struct EventRoutes: Sendable {
     /// newest id it saw when it reconnects, wins over the query's `last_event_id` (the URL it
     /// reconnects to still carries the first one).
     static func lastEventID(_ request: HTTPRequest, _ query: QueryParameters) throws -> Int64? {
-        if let header = request.headers["Last-Event-ID"] {
+        // An empty value is what EventSource sends before it has seen an id: no cursor from it.
+        if let header = request.headers["Last-Event-ID"], !header.trimmingSpaces.isEmpty {
             let text = header.trimmingSpaces
-            // An empty value is what EventSource sends before it has seen an id: start from now.
-            if text.isEmpty { return nil }
             guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
                 let id = Int64(text)
             else {

@@ -249,4 +249,28 @@ import Testing
             #expect(await ticket.wait(until: now, clock: api.clock))
         }
     }
+
+    @Test func theLastEventIDHeaderWinsOverTheQueryAsAReconnectingEventSourceSendsBoth() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try await started(directory)
+            for seed in 1...3 { _ = try await add(api, seed: UInt8(seed)) }
+            api.loop.runPending()
+            let reconnected = try stream(
+                open(api, "/events?last_event_id=0", headers: ["Last-Event-ID": "2"]))
+            _ = api.loop.runOnQueue { reconnected.nextOutput() }
+            _ = api.loop.runOnQueue { reconnected.nextOutput() }
+            await api.loop.tasks(atLeast: 1)
+            api.loop.runPending()
+            let replayed = text(api.loop.runOnQueue { reconnected.nextOutput() })
+            #expect(replayed.hasPrefix("id: 3\n"))
+            #expect(!replayed.contains("id: 1\n") && !replayed.contains("id: 2\n"))
+            // An empty header is EventSource's "no id yet": the query's cursor applies.
+            let fromQuery = try stream(open(api, "/events?last_event_id=2", headers: ["Last-Event-ID": ""]))
+            _ = api.loop.runOnQueue { fromQuery.nextOutput() }
+            _ = api.loop.runOnQueue { fromQuery.nextOutput() }
+            await api.loop.tasks(atLeast: 1)
+            api.loop.runPending()
+            #expect(text(api.loop.runOnQueue { fromQuery.nextOutput() }).hasPrefix("id: 3\n"))
+        }
+    }
 }
