@@ -21,6 +21,8 @@ final class ChangeWaiters: Sendable {
     private struct State {
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 1
+        /// The daemon is stopping: nobody waits any more.
+        var closed = false
     }
 
     /// The most waiters at once.
@@ -80,11 +82,26 @@ final class ChangeWaiters: Sendable {
         for continuation in ready { continuation.resume() }
     }
 
+    /// Ends every wait now and every later one at once (the daemon is stopping): each long-poll
+    /// answers what it has, instead of holding the shutdown for its grace period.
+    func close() {
+        let continuations = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.closed = true
+            let continuations = state.waiters.values.compactMap(\.continuation)
+            for id in state.waiters.keys { state.waiters[id]?.continuation = nil }
+            return continuations
+        }
+        for continuation in continuations { continuation.resume() }
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     fileprivate func signalled(_ id: UInt64) async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    guard let waiter = state.waiters[id], !waiter.signalled, !waiter.cancelled else {
+                    guard let waiter = state.waiters[id], !waiter.signalled, !waiter.cancelled, !state.closed
+                    else {
                         return true
                     }
                     state.waiters[id]?.continuation = continuation
@@ -130,8 +147,10 @@ final class ChangeTicket: Sendable {
     }
 
     /// Waits until an event of the ticket's types has arrived since it was registered (or last
-    /// re-armed), or until `deadline`; true when woken by an event.
+    /// re-armed), or until `deadline`; true when woken by an event, false at the deadline or when
+    /// the waiters are closed.
     func wait(until deadline: MonotonicInstant, clock: any Clock) async -> Bool {
+        if waiters.isClosed { return false }
         if waiters.isSignalled(id) { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask { [waiters, id] in
@@ -144,7 +163,7 @@ final class ChangeTicket: Sendable {
             }
             let first = await group.next() ?? false
             group.cancelAll()
-            return first || waiters.isSignalled(id)
+            return !waiters.isClosed && (first || waiters.isSignalled(id))
         }
     }
 

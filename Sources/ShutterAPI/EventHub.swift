@@ -78,6 +78,12 @@ public final class EventHub: @unchecked Sendable {
         queue.execute { [self] in latestID = max(latestID, latest) }
     }
 
+    /// Answers every long-poll now, and every later one without waiting: call when the daemon
+    /// begins to stop, so waiting requests do not hold the shutdown for its whole grace period.
+    public func endWaits() {
+        waiters.close()
+    }
+
     /// Ends the subscription; open streams see no more events.
     public func stop() {
         subscription?.cancel()

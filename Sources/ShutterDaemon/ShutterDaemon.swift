@@ -139,6 +139,8 @@ public final class ShutterDaemon {
             onTermination: { [logger] signal in
                 notifier?.notify("STOPPING=1\nSTATUS=shutting down")
                 logger.notice("shutting down", ["signal": String(signal)])
+                // Long-polls answer what they have now rather than at the end of the grace period.
+                events.endWaits()
                 server.shutdown { loop.stop() }
             },
             onReload: { [self] in reloadTLSContext(server) })

@@ -273,4 +273,18 @@ import Testing
             #expect(text(api.loop.runOnQueue { fromQuery.nextOutput() }).hasPrefix("id: 3\n"))
         }
     }
+
+    @Test func closingTheWaitersAnswersEveryLongPollAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let api = try await started(directory)
+            let answer = Task { await api.respond(.get, "/library?after=0&wait=300") }
+            await api.clock.sleepers(atLeast: 1)
+            api.events.endWaits()
+            let response = await answer.value
+            #expect(response.status == .ok)
+            #expect(response.text.hasPrefix("{\"items\":[],"))
+            // Later ones do not wait at all (the clock never moves here).
+            #expect(await api.respond(.get, "/library?after=0&wait=300").status == .ok)
+        }
+    }
 }

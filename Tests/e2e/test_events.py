@@ -388,6 +388,24 @@ def test_a_job_long_poll_answers_when_its_state_changes(make_daemon):
     assert d.json("GET", f"/jobs/{job['id']}?wait=1&state_not=asleep")[0] == 400
 
 
+def test_sigterm_answers_waiting_long_polls_at_once_instead_of_holding_the_shutdown(make_daemon):
+    d = make_daemon(TEST_PATTERN)
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(d.json("GET", "/library?after=0&wait=300")))
+    waiting.start()
+    stream = open_stream(d)
+    time.sleep(0.5)  # the long-poll is waiting
+    started = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - started < 3, "the shutdown waited for the long-poll"
+    waiting.join(5)
+    status, _, page = answers[0]
+    assert status == 200 and page == {"items": [], "next": None}
+    with pytest.raises((EOFError, ConnectionResetError)):
+        while True:
+            stream.next_event(keep_comments=True)
+
+
 def test_long_polls_beyond_the_limit_are_refused_with_503(make_daemon):
     d = make_daemon([*TEST_PATTERN, "--max-long-polls", "1"])
     answers = []
