@@ -111,3 +111,16 @@ struct JobShotError: HTTPResponseError {
         failure.kind == .cameraUnavailable ? ["Retry-After": "1"] : [:]
     }
 }
+
+extension ChangeFeedError: HTTPResponseError {
+    /// A limit on open streams or waiters: the server is busy, not the request wrong.
+    public var status: HTTPStatus { .serviceUnavailable }
+    public var error: String { "too busy" }
+    public var detail: String {
+        switch self {
+        case .tooManyEventStreams(let limit): "\(limit) event streams are open (max_event_streams)"
+        case .tooManyWaiters(let limit): "\(limit) requests are waiting (max_long_polls)"
+        }
+    }
+    public var headers: HTTPHeaders { ["Retry-After": "1"] }
+}

@@ -11,6 +11,11 @@ struct JobRoutes: Sendable {
     let catalog: MediaCatalog
     /// For the camera's frame interval, the fastest a job may ask for.
     let capture: CaptureService
+    /// `wait=` on one job.
+    let longPoll: LongPoll
+
+    /// The states `state_not=` may name.
+    static let jobStates: Set<String> = ["scheduled", "running", "done", "cancelled", "failed"]
 
     /// The most picture ids one job's JSON lists; `/library?job={id}` pages through the rest.
     static let maximumJobPictureIDs = 1000
@@ -48,12 +53,39 @@ struct JobRoutes: Sendable {
         return .json(.ok, object.finished(), headers: ["Cache-Control": "no-cache"])
     }
 
-    /// `GET /jobs/{id}`: one job, with its pictures in the order taken.
+    /// `GET /jobs/{id}`: one job, with its pictures in the order taken; with `wait=S`, once its
+    /// state is not `state_not` (by default the state it has when asked: its next change), or
+    /// after S seconds as it is then.
     func showJob(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
         let id = try parameters.positiveID(of: "job")
-        _ = try QueryParameters(request, allowed: [])
-        guard let snapshot = try await jobs.job(id: id) else { throw Self.notFound(id) }
+        let query = try QueryParameters(request, allowed: ["wait", "state_not"])
+        let wait = try query.integer("wait", in: 0...LongPoll.maximumWaitSeconds)
+        let stateNot = try query.text("state_not")
+        if let stateNot, !Self.jobStates.contains(stateNot) {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail:
+                    "state_not must be one of \(Self.jobStates.sorted().joined(separator: ", ")), not '\(stateNot.prefix(40))'"
+            )
+        }
+        var avoided = stateNot
+        let found = try await longPoll.answer(
+            waitingUpTo: wait, for: [.jobCreated, .jobUpdated, .jobEnded],
+            where: { event in Self.isEvent(event, ofJob: id) },
+            look: { try await jobs.job(id: id) },
+            isReady: { snapshot in
+                guard let snapshot else { return true }
+                if avoided == nil { avoided = snapshot.record.state }
+                return snapshot.record.state != avoided
+            })
+        guard let snapshot = found else { throw Self.notFound(id) }
         return .json(.ok, try await json(snapshot), headers: ["Cache-Control": "no-cache"])
+    }
+
+    /// Whether a `job.*` event is about job `id`: its data is the job's row, whose first field is
+    /// the id (`JobRecord.eventJSON`), so a prefix tells without parsing every event of a burst.
+    static func isEvent(_ event: CatalogEvent, ofJob id: Int64) -> Bool {
+        event.data.hasPrefix("{\"id\":\(id),")
     }
 
     /// `DELETE /jobs/{id}`: cancels the job; the pictures it took stay.

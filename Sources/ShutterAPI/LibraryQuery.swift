@@ -6,7 +6,9 @@ import ShutterSystem
 /// Pure: parsed from the request's query alone, so the rules are tested without a catalog.
 struct LibraryQuery: Equatable {
     /// Every parameter `GET /library` accepts.
-    static let names: Set<String> = ["limit", "before", "after", "job", "label", "keep", "since", "until"]
+    static let names: Set<String> = [
+        "limit", "before", "after", "job", "label", "keep", "since", "until", "wait",
+    ]
 
     var limit: Int64 = 50
     var before: Int64?
@@ -18,6 +20,8 @@ struct LibraryQuery: Equatable {
     var since: Int64?
     /// Wall milliseconds: pictures taken before it.
     var until: Int64?
+    /// Seconds to wait for a picture after `after` when there is none yet (the long-poll).
+    var wait: Int64?
 
     init(
         limit: Int64 = 50, before: Int64? = nil, after: Int64? = nil, job: Int64? = nil, label: String? = nil,
@@ -50,6 +54,12 @@ struct LibraryQuery: Equatable {
         keep = try query.strictBoolean("keep")
         since = try Self.time("since", query)
         until = try Self.time("until", query)
+        wait = try query.integer("wait", in: 0...LongPoll.maximumWaitSeconds)
+        if wait != nil, try query.text("after") == nil {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail: "wait needs after: it waits for pictures after that id")
+        }
         if let since, let until, since >= until {
             throw HTTPError(
                 .badRequest, "invalid parameter",

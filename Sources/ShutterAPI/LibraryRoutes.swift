@@ -6,6 +6,8 @@ import ShutterSystem
 /// `/library`: the catalog's records, paged, and one picture's record, deletion and `keep`.
 struct LibraryRoutes: Sendable {
     let catalog: MediaCatalog
+    /// `wait=` on `after=` listings.
+    let longPoll: LongPoll
 
     /// Largest page `GET /library` (and `GET /jobs`) serves.
     static let maximumPageSize: Int64 = 500
@@ -29,6 +31,7 @@ struct LibraryRoutes: Sendable {
     /// range, all newest first like the whole listing unless `after` says otherwise.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try LibraryQuery(request)
+        if let wait = query.wait { try await waitForPictures(query, seconds: wait) }
 
         // The listing changes only when a picture is added, deleted or (for `keep`) marked, and
         // the counter counts all three, so one counter validates every page of every filter:
@@ -54,6 +57,19 @@ struct LibraryRoutes: Sendable {
         if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
         object.field("next", next)
         return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// Returns once the `after=` listing has a picture, or after `seconds` (the long-poll).
+    func waitForPictures(_ query: LibraryQuery, seconds: Int64) async throws {
+        _ = try await longPoll.answer(
+            waitingUpTo: seconds, for: [.pictureCreated],
+            look: {
+                try await catalog.page(
+                    before: query.before, after: query.after, limit: 1, jobID: query.job, label: query.label,
+                    keep: query.keep, takenSince: query.since, takenUntil: query.until
+                ).items.isEmpty
+            },
+            isReady: { isEmpty in !isEmpty })
     }
 
     /// `GET /library/{id}`: one record.

@@ -52,6 +52,8 @@ public struct ShutterAPI: Sendable {
     let jobs: JobService
     let preview: LivePreview<PreviewPart>
     let discovery: DeviceDiscovery
+    /// The change feed: `/events` and the long-polls.
+    let events: EventHub
     let settings: Settings
     let clock: any Clock
     let logger: Logger
@@ -62,8 +64,10 @@ public struct ShutterAPI: Sendable {
 
     public init(
         capture: CaptureService, catalog: MediaCatalog, jobs: JobService, preview: LivePreview<PreviewPart>,
-        discovery: DeviceDiscovery, settings: Settings, clock: any Clock = SystemClock(), logger: Logger
+        discovery: DeviceDiscovery, events: EventHub, settings: Settings, clock: any Clock = SystemClock(),
+        logger: Logger
     ) {
+        self.events = events
         self.capture = capture
         self.catalog = catalog
         self.jobs = jobs
@@ -78,7 +82,8 @@ public struct ShutterAPI: Sendable {
     /// Every endpoint.
     public func router() -> Router {
         var router = Router()
-        let jobRoutes = JobRoutes(jobs: jobs, catalog: catalog, capture: capture)
+        let longPoll = LongPoll(waiters: events.waiters, clock: clock)
+        let jobRoutes = JobRoutes(jobs: jobs, catalog: catalog, capture: capture, longPoll: longPoll)
         SnapRoutes(
             capture: capture, catalog: catalog, jobs: jobRoutes, clock: clock,
             snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds, results: snapResults
@@ -87,7 +92,8 @@ public struct ShutterAPI: Sendable {
             capture: capture, catalog: catalog, preview: preview, snaps: snapResults,
             http: settings.httpMetrics, clock: clock, startedAt: startedAt, version: settings.version
         ).register(in: &router)
-        LibraryRoutes(catalog: catalog).register(in: &router)
+        LibraryRoutes(catalog: catalog, longPoll: longPoll).register(in: &router)
+        EventRoutes(hub: events).register(in: &router)
         MediaRoutes(catalog: catalog).register(in: &router)
         PreviewRoutes(
             capture: capture, preview: preview, clock: clock,

@@ -44,6 +44,12 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var snapTimeoutMilliseconds = 3000
     /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
     public var previewStallTimeoutMilliseconds = 10_000
+    /// Open `/events` streams at once (503 beyond).
+    public var maxEventStreams = 1024
+    /// Long-polls (`wait=`) waiting at once (503 beyond).
+    public var maxLongPolls = 1024
+    /// Silence on an `/events` stream after which a comment line is sent.
+    public var eventKeepAliveMilliseconds = 15_000
     public var http = HTTPServerConfiguration()
     /// Jobs that may be scheduled or running at once.
     public var maxActiveJobs = 8
@@ -283,6 +289,17 @@ extension ConfigurationKey {
             "a /preview.mjpg viewer that reads nothing for this long is disconnected",
             range: 100...3_600_000, \.previewStallTimeoutMilliseconds),
         integer(
+            "max_event_streams", "N", "open /events streams at once; more are answered 503",
+            range: 1...100_000, \.maxEventStreams),
+        integer(
+            "max_long_polls", "N",
+            "requests waiting at once with wait= (GET /library, GET /jobs/{id}); more are answered 503",
+            range: 1...100_000, \.maxLongPolls),
+        integer(
+            "event_keep_alive_ms", "MS",
+            "an /events stream silent for this long gets a comment line, so proxies keep it open",
+            range: 100...3_600_000, \.eventKeepAliveMilliseconds),
+        integer(
             "retention_max_pictures", "N",
             "the most pictures kept; the oldest not marked keep go first (0: no limit)",
             range: 0...Int(Int32.max), \.retentionMaxPictures),
@@ -303,7 +320,7 @@ extension ConfigurationKey {
             range: 0...Int.max, \.minFreeBytes),
         integer(
             "outbox_max_events", "N",
-            "the most events kept for /events replay and for sinks that are behind; the oldest go first",
+            "the most events kept for /events replay (Last-Event-ID) and for sinks that are behind; the oldest go first",
             range: 1...100_000_000, \.outboxMaxEvents),
         integer(
             "outbox_max_age_s", "S",

@@ -107,9 +107,20 @@ public final class ShutterDaemon {
             capture: capture, quality: configuration.quality, queue: loop, clock: clock,
             logger: logger.with("component", "preview"))
         let httpMetrics = HTTPMetrics()
+        let events = EventHub(
+            catalog: catalog, queue: loop,
+            settings: EventHub.Settings(
+                maxEventStreams: configuration.maxEventStreams, maxWaiters: configuration.maxLongPolls,
+                keepAliveMilliseconds: configuration.eventKeepAliveMilliseconds,
+                stallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds),
+            clock: clock, logger: logger.with("component", "events"))
+        blockingAwait { await events.start() }
+        stopInReverse.append { events.stop() }
+        // Keep-alives are due on the loop's tick; the hub looks at its streams only when one is.
+        loop.addTickHandler { events.tick() }
         let api = ShutterAPI(
             capture: capture, catalog: catalog, jobs: jobs, preview: preview,
-            discovery: try DeviceDiscovery(logger: logger.with("component", "discovery")),
+            discovery: try DeviceDiscovery(logger: logger.with("component", "discovery")), events: events,
             settings: ShutterAPI.Settings(
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
@@ -139,6 +150,8 @@ public final class ShutterDaemon {
             onTermination: { [logger] signal in
                 notifier?.notify("STOPPING=1\nSTATUS=shutting down")
                 logger.notice("shutting down", ["signal": String(signal)])
+                // Long-polls answer what they have now rather than at the end of the grace period.
+                events.endWaits()
                 server.shutdown { loop.stop() }
             },
             onReload: { [self] in reloadTLSContext(server) })

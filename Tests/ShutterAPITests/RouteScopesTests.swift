@@ -12,7 +12,7 @@ import Testing
     static let expected: [String: AccessScope] = [
         "GET /healthz": .none, "GET /metrics": .view, "GET /openapi.json": .view,
         "GET /": .view, "GET /status": .view, "GET /cameras": .view, "GET /camera/controls": .view,
-        "GET /library": .view, "GET /library/{id}": .view, "GET /media/{id}.jpg": .view,
+        "GET /library": .view, "GET /events": .view, "GET /library/{id}": .view, "GET /media/{id}.jpg": .view,
         "GET /preview.jpg": .view, "GET /preview.mjpg": .view, "GET /jobs": .view, "GET /jobs/{id}": .view,
         "POST /snap": .snap, "POST /jobs": .snap,
         "DELETE /library/{id}": .admin, "PATCH /library/{id}": .admin, "PATCH /camera/controls": .admin,

@@ -20,6 +20,9 @@ struct TestAPI {
     let jobs: JobService
     let jobCamera: FakeJobCamera
     let clock = ManualClock()
+    /// The event loop the change feed's hub hops onto, run by hand.
+    let loop = ManualSerialQueue()
+    let events: EventHub
 
     init(directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil) throws {
         let clock = self.clock
@@ -31,11 +34,12 @@ struct TestAPI {
         jobs = JobService(
             camera: jobCamera, catalog: catalog, clock: clock, limits: .init(), frameTimeoutMilliseconds: 100,
             logger: Self.quiet)
+        events = EventHub(catalog: catalog, queue: loop, clock: clock, logger: Self.quiet)
         api = ShutterAPI(
             capture: capture, catalog: catalog, jobs: jobs,
             preview: LivePreview(
                 capture: capture, quality: 80, queue: ManualSerialQueue(), clock: clock, logger: Self.quiet),
-            discovery: try DeviceDiscovery(logger: Self.quiet),
+            discovery: try DeviceDiscovery(logger: Self.quiet), events: events,
             settings: .init(
                 snapTimeoutMilliseconds: 100, previewStallTimeoutMilliseconds: 1000, cameraPath: nil,
                 version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32))),

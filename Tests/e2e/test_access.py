@@ -67,6 +67,7 @@ def test_every_route_needs_its_scope_with_bearer_and_basic(protected):
         ("GET", f"/media/{picture}.jpg?width=64", None, "view"),
         ("GET", "/preview.jpg", None, "view"),
         ("HEAD", "/preview.mjpg", None, "view"),
+        ("HEAD", "/events", None, "view"),
         ("GET", "/jobs", None, "view"),
         ("GET", "/jobs/999", None, "view"),
         ("GET", "/nowhere", None, "view"),

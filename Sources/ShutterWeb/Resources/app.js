@@ -2,7 +2,7 @@
 const $ = (id) => document.getElementById(id);
 const preview = $("preview"), stage = $("stage"), clock = $("clock"), mode = $("mode");
 const rec = $("rec"), countdown = $("countdown"), flash = $("flash");
-const cameraState = $("camera-state"), toast = $("toast");
+const cameraState = $("camera-state"), storageState = $("storage-state"), toast = $("toast");
 const snapButton = $("snap"), delayedButton = $("delayed"), delaySelect = $("delay");
 const everyInput = $("every"), startStopButton = $("startstop");
 const libraryButton = $("library-button"), library = $("library");
@@ -10,13 +10,15 @@ const gallery = $("gallery"), more = $("more"), empty = $("empty");
 const viewer = $("viewer"), full = $("full"), caption = $("caption");
 const download = $("download"), deleteButton = $("delete"), closeButton = $("close");
 
-const POLL_MS = 1000;
 const PAGE_SIZE = 36;
 const THUMB_WIDTH = 320;
 // Interval jobs must end (max_job_shots, 10000 by default); a lower limit is read from the refusal.
 const INTERVAL_SHOTS = 10000;
 const INTERVAL_LABEL = "web page";
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// How long to wait before opening /events again when the browser gave up on it, and before
+// asking for a frame again after a failed one.
+const RECONNECT_MS = 1000, FRAME_RETRY_MS = 1000;
 
 // ---- the API: JSON in, JSON out; an error answer becomes an Error with its sentence.
 class APIError extends Error {
@@ -46,7 +48,7 @@ async function request(method, path, { body, headers } = {}) {
 }
 const api = async (method, path, body) => (await request(method, path, { body })).data;
 
-// ---- errors: a toast, never swallowed; a failing poll is reported once until it changes.
+// ---- errors: a toast, never swallowed; a failing read is reported once until it changes.
 let toastTimer = 0;
 function showError(error) {
   toast.textContent = error && error.message ? error.message : String(error);
@@ -61,44 +63,67 @@ function pollFailed(error) {
   lastPollError = error.message;
 }
 
-// ---- the overlay: clock, size and measured fps, the job indicator, the countdown.
+// ---- the overlay: clock, size and frame rate, the job indicator, the countdown.
+// The size is the preview's own (no request needed); the frame rate is what camera.state says,
+// when it says one.
+let cameraFPS = null;
 function tickClock() {
   const now = new Date();
   clock.dateTime = now.toISOString();
   clock.textContent = now.toLocaleTimeString();
+  showMode();
+}
+function showMode() {
+  const width = preview.naturalWidth, height = preview.naturalHeight;
+  if (!width || !height) return;
+  mode.textContent = `${width}×${height}` + (cameraFPS ? ` · ${Number(cameraFPS).toFixed(1)} fps` : " · live");
+  stage.style.aspectRatio = `${width} / ${height}`;
 }
 tickClock();
 setInterval(tickClock, 1000);
+preview.addEventListener("load", showMode);
 
-let lastFrames = null;
-async function pollStatus() {
-  const camera = (await api("GET", "/status")).camera;
-  const now = performance.now();
-  let fps = camera.fps;
-  if (lastFrames && now - lastFrames.at > 200 && camera.frames_captured >= lastFrames.count) {
-    fps = (camera.frames_captured - lastFrames.count) * 1000 / (now - lastFrames.at);
-  }
-  lastFrames = { count: camera.frames_captured, at: now };
-  mode.textContent = `${camera.width}×${camera.height} · ${fps.toFixed(1)} fps`;
-  mode.title = `${camera.name}, asked for ${camera.fps} fps`;
-  if (camera.width > 0 && camera.height > 0) stage.style.aspectRatio = `${camera.width} / ${camera.height}`;
-  cameraState.textContent = camera.state === "failed" ? `camera: ${camera.failure}`
+// camera.state: {state, and where known width, height, fps, failure}.
+function showCamera(camera) {
+  if (camera.fps) cameraFPS = camera.fps;
+  cameraState.textContent = camera.state === "failed" || camera.state === "gone"
+    ? `camera: ${camera.failure || camera.reason || camera.state}`
     : camera.state === "idle" ? "camera idle" : "";
+  showMode();
+}
+// storage.state: {state: ok|low|full, reason}.
+function showStorage(storage) {
+  storageState.textContent = storage.state === "ok" ? "" : `storage ${storage.state}: ${storage.reason || ""}`;
+  if (storage.state === "full") showError(new Error(storageState.textContent));
 }
 
+// Jobs scheduled or running, by id: listed once, then kept by job.* events.
+const activeJobs = new Map();
 let intervalJob = null;
-async function pollJobs() {
-  const jobs = (await api("GET", "/jobs")).items;
-  const active = jobs.filter((job) => job.state === "scheduled" || job.state === "running");
+const jobKind = (job) => job.kind || (job.spec && job.spec.kind);
+const isActive = (job) => job.state === "scheduled" || job.state === "running";
+function showJob(job) {
+  if (isActive(job)) activeJobs.set(job.id, job);
+  else activeJobs.delete(job.id);
+  showJobs();
+}
+function showJobs() {
+  const active = [...activeJobs.values()];
   rec.hidden = active.length === 0;
-  rec.title = active.map((job) => `job ${job.id} (${job.kind}, ${job.taken} taken)`).join(", ");
+  rec.title = active.map((job) => `job ${job.id} (${jobKind(job)}, ${job.taken} taken)`).join(", ");
   if (intervalJob) {
-    if (!active.some((job) => job.id === intervalJob.id)) setIntervalJob(null);
+    if (!activeJobs.has(intervalJob.id)) setIntervalJob(null);
   } else {
     // A job this page started before a reload (or in another tab) can still be stopped here.
-    const ours = active.find((job) => job.kind === "interval" && job.label === INTERVAL_LABEL);
+    const ours = active.find((job) => jobKind(job) === "interval" && job.label === INTERVAL_LABEL);
     if (ours) setIntervalJob(ours);
   }
+}
+async function loadJobs() {
+  const jobs = (await api("GET", "/jobs")).items;
+  activeJobs.clear();
+  for (const job of jobs) if (isActive(job)) activeJobs.set(job.id, job);
+  showJobs();
 }
 
 function showFlash() {
@@ -140,7 +165,7 @@ async function fetchFrames() {
         frameURL = url;
       } catch (error) {
         pollFailed(error);
-        await sleep(POLL_MS);
+        await sleep(FRAME_RETRY_MS);
       }
     }
   } finally {
@@ -148,9 +173,9 @@ async function fetchFrames() {
   }
 }
 
-// ---- the gallery: newest first, pages on scroll, new pictures polled with If-None-Match.
+// ---- the gallery: newest first, pages on scroll, kept current by picture.* events.
 const tiles = new Map();
-let newestID = 0, nextPage = null, libraryTag = null, loadingMore = false;
+let newestID = 0, nextPage = null, loadingMore = false;
 const takenAt = (record) => new Date(record.taken_at).toLocaleString();
 
 function addRecord(record) {
@@ -193,8 +218,8 @@ function removeRecord(id) {
 }
 
 async function loadFirstPage() {
-  const { response, data } = await request("GET", `/library?limit=${PAGE_SIZE}`);
-  libraryTag = response.headers.get("ETag");
+  const data = await api("GET", `/library?limit=${PAGE_SIZE}`);
+  for (const id of [...tiles.keys()]) removeRecord(id);
   data.items.forEach(addRecord);
   nextPage = data.next;
   empty.hidden = tiles.size > 0 || nextPage !== null;
@@ -223,31 +248,13 @@ new IntersectionObserver((entries) => {
   if (entries.some((entry) => entry.isIntersecting)) loadMore();
 }, { rootMargin: "600px" }).observe(more);
 
-async function pollLibrary() {
-  if (libraryTag === null) return loadFirstPage();
-  // One ETag covers every listing and changes only when a picture is added or deleted,
-  // so an idle poll is a 304 that never touches the catalog.
-  const headers = libraryTag ? { "If-None-Match": libraryTag } : {};
-  const { response, data } = await request("GET", `/library?after=${newestID}&limit=500`, { headers });
-  if (response.status === 304) return;
-  let page = data, added = 0;
-  for (;;) {
-    page.items.forEach(addRecord);
-    added += page.items.length;
-    if (!page.next) break;
-    page = await api("GET", page.next);
-  }
-  if (added === 0) await dropDeleted();
-  libraryTag = response.headers.get("ETag");
-}
-async function dropDeleted() {
-  // Nothing new but the listing changed: pictures were deleted elsewhere (or by retention).
-  const loaded = [...tiles.keys()].sort((a, b) => b - a);
-  if (loaded.length === 0) return;
-  const data = await api("GET", `/library?limit=${Math.min(500, loaded.length)}`);
-  const present = new Set(data.items.map((record) => record.id));
-  const oldestListed = data.next ? Math.min(...present) : 0;
-  for (const id of loaded) if (id >= oldestListed && !present.has(id)) removeRecord(id);
+function updateRecord(record) {
+  const item = tiles.get(record.id);
+  if (!item) return;
+  const button = item.querySelector("button");
+  const fresh = button.cloneNode(true);
+  fresh.addEventListener("click", () => openViewer(record));
+  button.replaceWith(fresh);
 }
 
 // ---- the viewer: full size, Download and Delete.
@@ -323,7 +330,6 @@ delayedButton.addEventListener("click", async () => {
     countdown.hidden = true;
     setBusy(false);
   }
-  pollJobs().catch(pollFailed);
 });
 
 function setIntervalJob(job) {
@@ -357,8 +363,6 @@ startStopButton.addEventListener("click", async () => {
   } finally {
     startStopButton.disabled = delayedButton.disabled;
   }
-  pollJobs().catch(pollFailed);
-  pollLibrary().catch(pollFailed);
 });
 
 libraryButton.addEventListener("click", () => {
@@ -366,31 +370,67 @@ libraryButton.addEventListener("click", () => {
   library.focus({ preventScroll: true });
 });
 
-// ---- polling, only while the page is visible.
-let polling = false;
-async function pollLoop() {
-  if (polling) return;
-  polling = true;
-  try {
-    while (!document.hidden) {
-      const results = await Promise.allSettled([pollStatus(), pollJobs(), pollLibrary()]);
-      const failure = results.find((result) => result.status === "rejected");
-      if (failure) pollFailed(failure.reason);
-      else lastPollError = "";
-      await sleep(POLL_MS);
-    }
-  } finally {
-    polling = false;
-  }
+// ---- the change feed: /events instead of polling. The browser's EventSource reconnects by
+// itself and sends Last-Event-ID, so the daemon replays what happened meanwhile (a restart
+// included); a reset says the page fell behind the kept history and lists everything again.
+const handlers = {
+  "picture.created": addRecord,
+  "picture.deleted": (data) => removeRecord(data.id),
+  "picture.updated": updateRecord,
+  "job.created": showJob,
+  "job.updated": showJob,
+  "job.ended": showJob,
+  "camera.state": showCamera,
+  "storage.state": showStorage,
+};
+let events = null, lastEventID = null, listed = false;
+// Events that arrive while the page lists the library and the jobs wait, then apply in order,
+// so a picture deleted during the listing does not come back from it.
+let waiting = [];
+function handle(type, message) {
+  if (message.lastEventId) lastEventID = message.lastEventId;
+  const data = JSON.parse(message.data);
+  const apply = () => (type === "reset" ? relist() : handlers[type](data));
+  if (listed) apply();
+  else waiting.push(apply);
 }
-document.addEventListener("visibilitychange", () => {
-  if (document.hidden) {
-    stopPreview();
-  } else {
-    startPreview();
-    pollLoop();
+async function relist() {
+  listed = false;
+  try {
+    await Promise.all([loadFirstPage(), loadJobs()]);
+    lastPollError = "";
+  } catch (error) {
+    pollFailed(error);
   }
+  listed = true;
+  const queued = waiting;
+  waiting = [];
+  queued.forEach((apply) => apply());
+}
+function openEvents() {
+  // A new EventSource cannot send Last-Event-ID itself: the query carries it.
+  const query = lastEventID ? `?last_event_id=${encodeURIComponent(lastEventID)}` : "";
+  events = new EventSource(`/events${query}`);
+  for (const type of [...Object.keys(handlers), "reset"]) {
+    events.addEventListener(type, (message) => handle(type, message));
+  }
+  events.addEventListener("open", () => {
+    lastPollError = "";
+    // Listed once the stream is open, so nothing falls between the listing and the events.
+    if (!listed && waiting.length === 0 && lastEventID === null) relist();
+  });
+  events.addEventListener("error", () => {
+    if (events.readyState !== EventSource.CLOSED) return;  // reconnecting by itself
+    // Given up (the daemon answered with an error): open it again shortly, from the last id.
+    pollFailed(new Error("shutterd is not reachable"));
+    setTimeout(openEvents, RECONNECT_MS);
+  });
+}
+
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) stopPreview();
+  else startPreview();
 });
 
 startPreview();
-loadFirstPage().catch(showError).finally(pollLoop);
+openEvents();
