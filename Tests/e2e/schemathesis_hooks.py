@@ -26,9 +26,22 @@ def _capped(delay):
     return delay
 
 
+# The longest a long-poll (wait= on GET /library and GET /jobs/{id}) may hold a request.
+LONG_POLL_MAX_WAIT = 1
+
+
 @schemathesis.hook
 def map_case(context, case):
-    """A POST /snap that holds the request for its delayed picture waits at most a second."""
+    """A POST /snap that holds the request for its delayed picture waits at most a second, and so
+    does a long-poll."""
+    if case.method.upper() == "GET" and case.path in ("/library", "/jobs/{id}"):
+        query = case.query if isinstance(case.query, dict) else {}
+        wait = query.get("wait")
+        if isinstance(wait, str) and wait.isdigit():
+            wait = int(wait)
+        if isinstance(wait, int) and not isinstance(wait, bool) and wait > LONG_POLL_MAX_WAIT:
+            query["wait"] = LONG_POLL_MAX_WAIT
+        return case
     if case.method.upper() != "POST" or case.path != "/snap":
         return case
     query = case.query if isinstance(case.query, dict) else {}

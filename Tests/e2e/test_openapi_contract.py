@@ -3,8 +3,8 @@ every operation, positive and negative generated cases, and the stateful links (
 record to its GET, PATCH, DELETE and media; a job to its GET and DELETE). Checks: no 5xx,
 statuses, content types, headers and bodies as documented, invalid input refused.
 
-The stream (GET /preview.mjpg) never ends, so the CLI run leaves it out and the second test
-checks its generated cases by their status and headers alone."""
+The streams (GET /preview.mjpg and GET /events) never end, so the CLI run leaves them out and
+the second test checks their generated cases by their status, headers and first bytes."""
 
 import json
 import os
@@ -42,7 +42,7 @@ def test_the_daemon_keeps_its_openapi_contract(contract_daemon, tmp_path):
         sys.executable, "-m", "schemathesis.cli", "--config-file", CONFIG, "run", str(tmp_path / "openapi.json"),
         "--url", base,
         "--phases", "examples,coverage,fuzzing,stateful", "--mode", "all",
-        "--max-time", str(MAX_TIME_SECONDS), "--exclude-path", "/preview.mjpg", "--workers", "1",
+        "--max-time", str(MAX_TIME_SECONDS), "--exclude-path", "/preview.mjpg", "--exclude-path", "/events", "--workers", "1",
         "--seed", "13", "--request-timeout", "15", "--generation-database", "none", "--no-color",
         "--max-failures", "20",
     ]
@@ -51,10 +51,10 @@ def test_the_daemon_keeps_its_openapi_contract(contract_daemon, tmp_path):
                             timeout=MAX_TIME_SECONDS + 120)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-20000:]
-    # It ran what it should have: every operation but the stream, and links between them.
+    # It ran what it should have: every operation but the streams, and links between them.
     document = json.loads(served)
     operations = sum(1 for item in document["paths"].values() for key in item if key != "parameters")
-    assert f"Tested: {operations - 1}" in output, output[-5000:]
+    assert f"Tested: {operations - len(STREAMS)}" in output, output[-5000:]
     links = re.search(r"API Links:\s+(\d+) covered", output)
     assert links and int(links.group(1)) >= 6, output[-5000:]
     assert d.process.poll() is None, "the daemon died"
@@ -62,11 +62,19 @@ def test_the_daemon_keeps_its_openapi_contract(contract_daemon, tmp_path):
     assert status == 200, health
 
 
-def test_the_stream_answers_as_documented(contract_daemon):
+STREAMS = [
+    # (path, the 200's content type, how its body starts)
+    ("/preview.mjpg", "multipart/x-mixed-replace", b"--shutterframe"),
+    ("/events", "text/event-stream", b"retry: 1000"),
+]
+
+
+@pytest.mark.parametrize("path, content_type, start", STREAMS, ids=[s[0] for s in STREAMS])
+def test_the_streams_answer_as_documented(contract_daemon, path, content_type, start):
     d = contract_daemon
     base = f"http://127.0.0.1:{d.port}"
     schema = schemathesis.openapi.from_url(base + "/openapi.json")
-    operation = schema["/preview.mjpg"]["GET"]
+    operation = schema[path]["GET"]
     documented = operation.definition.raw["responses"]
     seen = set()
 
@@ -76,17 +84,17 @@ def test_the_stream_answers_as_documented(contract_daemon):
         operation.as_strategy(generation_mode=schemathesis.GenerationMode.POSITIVE),
         operation.as_strategy(generation_mode=schemathesis.GenerationMode.NEGATIVE)))
     def check(case):
-        with requests.get(base + "/preview.mjpg", params=case.query, headers=case.headers, stream=True,
+        with requests.get(base + path, params=case.query, headers=case.headers, stream=True,
                           timeout=10) as response:
             seen.add(response.status_code)
             assert str(response.status_code) in documented, (case.query, response.status_code)
-            content_type = response.headers["Content-Type"]
+            answered_type = response.headers["Content-Type"]
             if response.status_code == 200:
-                assert content_type.startswith("multipart/x-mixed-replace"), content_type
-                first = next(response.iter_content(64))
-                assert first.startswith(b"--shutterframe"), first
+                assert answered_type.startswith(content_type), answered_type
+                first = next(response.iter_content(len(start)))
+                assert first.startswith(start), first
             else:
-                assert content_type == "application/json"
+                assert answered_type == "application/json"
                 body = json.loads(response.raw.read(65536))
                 assert set(body) == {"error", "detail"}, body
 
