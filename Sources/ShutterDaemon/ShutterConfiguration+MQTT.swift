@@ -60,7 +60,7 @@ extension ConfigurationKey {
             current: { $0.mqtt.url?.description ?? "none" }),
         ConfigurationKey(
             name: "mqtt_topic_prefix", valueName: "TOPIC",
-            help: "the MQTT topics' common prefix (empty: shutterd/<name>)",
+            help: "the MQTT topics' common prefix, PREFIX below (empty: shutterd/NAME)",
             apply: { config, text in
                 if !text.isEmpty {
                     do { _ = try MQTTTopics(prefix: text) } catch {
@@ -69,7 +69,7 @@ extension ConfigurationKey {
                 }
                 config.mqtt.topicPrefix = text
             },
-            current: { $0.mqtt.topicPrefix.isEmpty ? "shutterd/<name>" : $0.mqtt.topicPrefix }),
+            current: { $0.mqtt.topicPrefix.isEmpty ? "shutterd/NAME" : $0.mqtt.topicPrefix }),
         ConfigurationKey(
             name: "mqtt_discovery_prefix", valueName: "TOPIC",
             help: "where Home Assistant reads MQTT discovery configs",
@@ -82,7 +82,7 @@ extension ConfigurationKey {
             current: { $0.mqtt.discoveryPrefix }),
         boolean(
             "mqtt_publish_jpeg",
-            "publish each new picture's JPEG, retained, on <prefix>/picture/jpeg (the Home Assistant camera's image)",
+            "publish each new picture's JPEG, retained, on PREFIX/picture/jpeg (the Home Assistant camera's image)",
             \.mqtt.publishJPEG),
         ConfigurationKey(
             name: "mqtt_jpeg_max_bytes", valueName: "BYTES",
@@ -98,7 +98,7 @@ extension ConfigurationKey {
             current: { String($0.mqtt.jpegMaximumBytes) }),
         ConfigurationKey(
             name: "mqtt_job_every_s", valueName: "S",
-            help: "the interval of the job a plain ON on <prefix>/job/set starts (1 to 86400)",
+            help: "the interval of the job a plain ON on PREFIX/job/set starts (1 to 86400)",
             apply: { config, text in
                 guard let value = Int(text), (1...86_400).contains(value) else {
                     throw ConfigurationError(

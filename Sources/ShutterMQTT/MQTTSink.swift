@@ -47,7 +47,7 @@ public final class MQTTSink: OutboxSink {
     private let logger: Logger
     private let messages: MQTTEventMessages
     private let discovery: HomeAssistantDiscovery
-    private let gate = LockedValue(MQTTCommandGate())
+    private let commands: MQTTCommandRunner
     /// Set once in `init` (the client's callbacks need the sink, the sink the client).
     private nonisolated(unsafe) var client: MosquittoClient!
 
@@ -61,6 +61,9 @@ public final class MQTTSink: OutboxSink {
         self.mediaPath = mediaPath
         self.logger = logger
         self.messages = MQTTEventMessages(topics: settings.topics)
+        self.commands = MQTTCommandRunner(
+            topics: settings.topics, defaultEverySeconds: settings.jobEverySeconds, remote: remote,
+            logger: logger)
         self.discovery = HomeAssistantDiscovery(
             topics: settings.topics, name: settings.name, discoveryPrefix: settings.discoveryPrefix,
             softwareVersion: settings.softwareVersion, publishesJPEG: settings.publishJPEG)
@@ -136,46 +139,10 @@ public final class MQTTSink: OutboxSink {
 
     // MARK: Commands
 
-    /// Runs on the network thread: parses, admits one of each kind at a time, and runs the
-    /// command as a task (never on this thread, which must keep reading the socket).
+    /// Runs on the network thread, which must keep reading the socket: the runner only parses
+    /// and admits, and the command runs as a task.
     private func received(topic: String, payload: [UInt8]) {
-        let command: MQTTCommand
-        do {
-            command = try MQTTCommand.parse(
-                topic: topic, payload: payload, topics: settings.topics,
-                defaultEverySeconds: settings.jobEverySeconds)
-        } catch {
-            logger.warning(
-                "ignored an MQTT command",
-                ["topic": topic, "bytes": String(payload.count), "reason": "\(error)"])
-            return
-        }
-        let (admitted, refusedInRow) = gate.withLock { ($0.admit(command.kind), $0.refusedInRow) }
-        guard admitted else {
-            // Once per flood: the count is in the next line that says a command ran.
-            if refusedInRow == 1 {
-                logger.warning("refused an MQTT command: one of its kind is still running", ["topic": topic])
-            }
-            return
-        }
-        Task { [remote, gate, logger] in
-            defer { gate.withLock { $0.finish(command.kind) } }
-            do {
-                switch command {
-                case .snap(let label, let delay):
-                    let id = try await remote.snap(label: label, delaySeconds: delay)
-                    logger.info("snap from MQTT", ["picture_id": id.map { String($0) } ?? "delayed"])
-                case .startIntervalJob(let every):
-                    try await remote.startIntervalJob(everySeconds: every)
-                    logger.info("interval job started from MQTT", ["every_s": String(every)])
-                case .stopIntervalJob:
-                    try await remote.stopIntervalJob()
-                    logger.info("interval job stopped from MQTT")
-                }
-            } catch {
-                logger.warning("an MQTT command failed", ["topic": topic, "error": "\(error)"])
-            }
-        }
+        _ = commands.handle(topic: topic, payload: payload)
     }
 
     // MARK: Pictures

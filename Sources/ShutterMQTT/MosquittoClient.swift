@@ -22,10 +22,13 @@ final class MosquittoClient: @unchecked Sendable {
         var keepAliveSeconds: Int32 = 30
         /// How long a publish waits for its PUBACK before it fails (and is retried by the outbox).
         var acknowledgementTimeoutNanoseconds: UInt64 = 10_000_000_000
+        /// How long a publish made while disconnected waits for the connection before it fails:
+        /// a broker that comes back is used at once, rather than after the outbox's backoff.
+        var connectionWaitNanoseconds: UInt64 = 30_000_000_000
         /// Publishes unacknowledged at once, counting timed-out ones, before new ones are refused.
         var maximumUnacknowledged = 64
         var reconnectBackoff = RetryBackoff(
-            initialNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
+            initialNanoseconds: 500_000_000, maximumNanoseconds: 10_000_000_000)
     }
 
     private struct State {
@@ -34,6 +37,14 @@ final class MosquittoClient: @unchecked Sendable {
         var stopping = false
         /// The last connection failure logged, so a repeating one is logged once.
         var lastFailureLogged: String?
+        /// Why the broker refused the current attempt (its CONNACK), which says more than the
+        /// loop's error that follows.
+        var refusal: String?
+        /// Publishers waiting for a connection, resumed with whether one came.
+        var connectionWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        /// Waits that ended (timed out, cancelled) before they were registered.
+        var endedConnectionWaits: Set<UInt64> = []
+        var nextConnectionWait: UInt64 = 0
     }
 
     /// Who waits for a PUBACK: a task, or the thread that stops the client.
@@ -149,6 +160,10 @@ final class MosquittoClient: @unchecked Sendable {
     /// Publishes `publication` and returns once the broker acknowledged it (QoS 1), or at once
     /// for QoS 0. Throws at once while disconnected: the outbox keeps the event and retries.
     func publish(_ publication: MQTTPublication) async throws {
+        if !isConnected {
+            let deadline = clock.monotonicNow().advanced(by: settings.connectionWaitNanoseconds)
+            guard await waitForConnection(until: deadline) else { throw MQTTError.notConnected }
+        }
         let refusal = state.withLock { state -> MQTTError? in
             if state.stopping { return .stopped }
             if !state.connected { return .notConnected }
@@ -178,6 +193,43 @@ final class MosquittoClient: @unchecked Sendable {
         } onCancel: {
             self.giveUp(mid, .stopped)
         }
+    }
+
+    /// Returns true once connected, false at `deadline`, on cancellation or when stopping.
+    private func waitForConnection(until deadline: MonotonicInstant) async -> Bool {
+        let id = state.withLock { state in
+            state.nextConnectionWait += 1
+            return state.nextConnectionWait
+        }
+        let timer = Task { [clock] in
+            do { try await clock.sleep(until: deadline) } catch { return }
+            self.endConnectionWait(id)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let known = state.withLock { state -> Bool? in
+                    if state.connected { return true }
+                    if state.stopping || state.endedConnectionWaits.remove(id) != nil { return false }
+                    state.connectionWaiters[id] = continuation
+                    return nil
+                }
+                if let known { continuation.resume(returning: known) }
+            }
+        } onCancel: {
+            self.endConnectionWait(id)
+        }
+    }
+
+    private func endConnectionWait(_ id: UInt64) {
+        let waiter = state.withLock { state in
+            guard let waiter = state.connectionWaiters.removeValue(forKey: id) else {
+                state.endedConnectionWaits.insert(id)
+                return CheckedContinuation<Bool, Never>?.none
+            }
+            return waiter
+        }
+        waiter?.resume(returning: false)
     }
 
     /// Publishes without waiting for the acknowledgement: what each connection starts with.
@@ -210,12 +262,14 @@ final class MosquittoClient: @unchecked Sendable {
                 _ = clock.wait(for: done, until: clock.monotonicNow().advanced(by: graceNanoseconds))
             }
         }
-        let failed = state.withLock { state in
+        let (failed, waitingForConnection) = state.withLock { state in
             state.stopping = true
             state.connected = false
-            return state.table.failAll()
+            defer { state.connectionWaiters.removeAll() }
+            return (state.table.failAll(), Array(state.connectionWaiters.values))
         }
         for waiter in failed { waiter.resume(failing: .stopped) }
+        for waiter in waitingForConnection { waiter.resume(returning: false) }
         mosquitto_disconnect(handle)
         wakeup.signal()
         thread.withLock { $0 }?.join()
@@ -262,7 +316,11 @@ final class MosquittoClient: @unchecked Sendable {
                 connectionEnded()
                 if state.withLock({ $0.stopping }) { break }
                 failuresInRow += 1
-                noteFailure(MQTTError.library(call: "mosquitto_loop", code: code).description)
+                let refusal = state.withLock { state in
+                    defer { state.refusal = nil }
+                    return state.refusal
+                }
+                noteFailure(refusal ?? MQTTError.library(call: "mosquitto_loop", code: code).description)
                 waitBeforeReconnecting(failuresInRow)
             } else if failuresInRow > 0, isConnected {
                 failuresInRow = 0
@@ -291,6 +349,15 @@ final class MosquittoClient: @unchecked Sendable {
         }
         logger.notice("connected to the MQTT broker", ["broker": settings.url.description])
         onConnect(self)
+        // After what every connection starts with, so the availability comes before any event.
+        let waiting = state.withLock { state in
+            defer {
+                state.connectionWaiters.removeAll()
+                state.endedConnectionWaits.removeAll()
+            }
+            return Array(state.connectionWaiters.values)
+        }
+        for waiter in waiting { waiter.resume(returning: true) }
     }
 
     private func disconnected(code: Int32) {
