@@ -3,6 +3,7 @@ by mosquitto_passwd (anonymous clients refused), persistence on so a subscriber'
 its queued messages survive a restart; and a paho-mqtt subscriber that records what it gets."""
 
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -32,7 +33,10 @@ class Broker:
         os.chmod(self.password_file, 0o600)
         self.config = os.path.join(self.directory, "mosquitto.conf")
         with open(self.config, "w") as config:
-            config.write(f"listener {self.port} 127.0.0.1\n"
+            # Started as root (CI), mosquitto would switch to the `mosquitto` user, which cannot
+            # read pytest's private temporary directory: stay whoever started it.
+            config.write(f"user {pwd.getpwuid(os.getuid()).pw_name}\n"
+                         f"listener {self.port} 127.0.0.1\n"
                          "allow_anonymous false\n"
                          f"password_file {self.password_file}\n"
                          "persistence true\n"
