@@ -23,7 +23,8 @@ def free_port():
 
 
 class Broker:
-    def __init__(self, directory):
+    def __init__(self, directory, tls=None):
+        """`tls`: (certificate, key) PEM files to serve MQTT over TLS with."""
         self.directory = str(directory)
         os.makedirs(self.directory, exist_ok=True)
         self.port = free_port()
@@ -42,6 +43,8 @@ class Broker:
                          "persistence true\n"
                          f"persistence_location {self.directory}/\n"
                          "log_dest stderr\n")
+            if tls:
+                config.write(f"certfile {tls[0]}\nkeyfile {tls[1]}\n")
         self.process = None
         self.log = open(os.path.join(self.directory, "broker.log"), "ab")
 

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import signal
+import subprocess
 import time
 
 import pytest
@@ -219,3 +220,31 @@ def test_kill_9_mid_delivery_redelivers_after_the_restart(make_daemon, broker, s
         assert by_event_id.setdefault(event["event_id"], event["id"]) == event["id"]
     ids_in_order = list(dict.fromkeys(event["id"] for event in picture_events(subscriber)))
     assert ids_in_order == [r["id"] for r in queued + burst]
+
+
+def test_mqtts_verifies_the_brokers_certificate_against_the_system_store(make_daemon, tmp_path):
+    cert, key = str(tmp_path / "broker.pem"), str(tmp_path / "broker.key")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+    broker = Broker(tmp_path / "tls-broker", tls=(cert, key)).start()
+    try:
+        url = f"mqtts://shutter:{PASSWORD}@localhost:{broker.port}"
+        # A self-signed certificate is in no system store: refused, nothing published.
+        untrusting = make_daemon(["--size", "320x240", "--name", "e2e-cam", "--mqtt-url", url])
+        untrusting.wait_for_log("cannot connect to the MQTT broker", "mqtts://shutter:***@localhost")
+        assert sink_status(untrusting)["connected"] is False
+        assert untrusting.stop() == 0
+        # The same certificate made the store (OpenSSL's SSL_CERT_FILE): verified, connected.
+        trusting = make_daemon(["--size", "320x240", "--name", "e2e-cam", "--mqtt-url", url],
+                               env={"SSL_CERT_FILE": cert}, data_dir=tmp_path / "data-trusting")
+        trusting.wait_for_log("connected to the MQTT broker", "mqtts://")
+        trusting.snap()
+        # Delivered: the broker acknowledged the picture's publishes over TLS.
+        deadline = time.monotonic() + 20
+        while sink_status(trusting)["delivered"] < 1:
+            assert time.monotonic() < deadline, sink_status(trusting)
+            time.sleep(0.1)
+    finally:
+        broker.stop()
