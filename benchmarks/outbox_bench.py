@@ -100,22 +100,27 @@ def broker_down(shutterd, minutes, work):
     broker = Broker(os.path.join(work, "broker-down")).start()
     subscriber = Subscriber(broker, topics=("shutterd/bench/picture",), client_id="bench-down")
     daemon, port = start(shutterd, os.path.join(work, "down"), ["--name", "bench", "--mqtt-url", broker.url()])
+    # The same load on a daemon without a sink, at the same time: what growth is the sink's.
+    plain, plain_port = start(shutterd, os.path.join(work, "down-plain"), [])
     try:
         time.sleep(2)
         broker.stop()
-        start_rss = rss_kib(daemon.pid)
-        peak = start_rss
+        start_rss = {"mqtt": rss_kib(daemon.pid), "none": rss_kib(plain.pid)}
+        peak = dict(start_rss)
         ids = []
         deadline = time.monotonic() + minutes * 60
         next_shot = time.monotonic()
         while time.monotonic() < deadline:
             ids.append(snap(port)[1]["id"])
-            peak = max(peak, rss_kib(daemon.pid))
+            snap(plain_port)
+            peak = {"mqtt": max(peak["mqtt"], rss_kib(daemon.pid)), "none": max(peak["none"], rss_kib(plain.pid))}
             next_shot += 1
             time.sleep(max(0, next_shot - time.monotonic()))
-        end_rss = rss_kib(daemon.pid)
+        end_rss = {"mqtt": rss_kib(daemon.pid), "none": rss_kib(plain.pid)}
         print(f"broker down {minutes} min, a picture a second ({len(ids)} pictures):")
-        print(f"  RSS start {start_rss / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, end {end_rss / 1024:.1f} MiB")
+        for name in ("mqtt", "none"):
+            print(f"  {name:5} RSS start {start_rss[name] / 1024:.1f} MiB, peak {peak[name] / 1024:.1f} MiB,"
+                  f" end {end_rss[name] / 1024:.1f} MiB")
         broker.start()
         back = time.monotonic()
         wanted = set(ids)
@@ -125,8 +130,9 @@ def broker_down(shutterd, minutes, work):
         print(f"  broker back: all {len(ids)} delivered in {time.monotonic() - back:.1f} s"
               f" (RSS then {rss_kib(daemon.pid) / 1024:.1f} MiB)")
     finally:
-        daemon.terminate()
-        daemon.wait(20)
+        for process in (daemon, plain):
+            process.terminate()
+            process.wait(20)
         subscriber.close()
         broker.stop()
 
@@ -135,10 +141,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--snaps", type=int, default=300)
     parser.add_argument("--down-minutes", type=float, default=5)
+    parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--shutterd", default=os.path.join(ROOT, ".build/release/shutterd"))
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=DATA_ROOT, prefix="shutter-outbox-bench-") as work:
-        latency(options.shutterd, options.snaps, work)
+        if not options.skip_latency:
+            latency(options.shutterd, options.snaps, work)
         broker_down(options.shutterd, options.down_minutes, work)
 
 

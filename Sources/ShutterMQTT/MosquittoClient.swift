@@ -158,7 +158,8 @@ final class MosquittoClient: @unchecked Sendable {
     }
 
     /// Publishes `publication` and returns once the broker acknowledged it (QoS 1), or at once
-    /// for QoS 0. Throws at once while disconnected: the outbox keeps the event and retries.
+    /// for QoS 0. While disconnected it first waits for the connection, `connectionWaitNanoseconds`
+    /// at most, then throws: the outbox keeps the event and retries.
     func publish(_ publication: MQTTPublication) async throws {
         if !isConnected {
             let deadline = clock.monotonicNow().advanced(by: settings.connectionWaitNanoseconds)
