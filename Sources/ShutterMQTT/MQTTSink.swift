@@ -48,6 +48,8 @@ public final class MQTTSink: OutboxSink {
     private let messages: MQTTEventMessages
     private let discovery: HomeAssistantDiscovery
     private let commands: MQTTCommandRunner
+    private let clock: any Clock
+    private let stateThrottle = LockedValue(LibraryStateThrottle())
     /// Set once in `init` (the client's callbacks need the sink, the sink the client).
     private nonisolated(unsafe) var client: MosquittoClient!
 
@@ -60,6 +62,7 @@ public final class MQTTSink: OutboxSink {
         self.remote = remote
         self.mediaPath = mediaPath
         self.logger = logger
+        self.clock = clock
         self.messages = MQTTEventMessages(topics: settings.topics)
         self.commands = MQTTCommandRunner(
             topics: settings.topics, defaultEverySeconds: settings.jobEverySeconds, remote: remote,
@@ -96,9 +99,9 @@ public final class MQTTSink: OutboxSink {
         switch event.type {
         case .pictureCreated:
             if settings.publishJPEG { context.jpeg = readJPEG(of: event) }
-            context.library = try await remote.libraryState()
+            context.library = try await libraryStateIfDue()
         case .pictureDeleted:
-            context.library = try await remote.libraryState()
+            context.library = try await libraryStateIfDue()
         case .jobCreated, .jobUpdated, .jobEnded:
             context.intervalJobRunning = try await remote.intervalJobRunning()
         default:
@@ -106,6 +109,40 @@ public final class MQTTSink: OutboxSink {
         }
         for publication in messages.publications(for: event, context: context) {
             try await client.publish(publication)
+        }
+    }
+
+    /// The library's state when the throttle says it is due now; otherwise nil, and a publish of
+    /// it scheduled for the end of the interval if none is yet.
+    private func libraryStateIfDue() async throws -> MQTTLibraryState? {
+        switch stateThrottle.withLock({ $0.changed(now: clock.monotonicNow()) }) {
+        case .publishNow:
+            return try await remote.libraryState()
+        case .alreadyScheduled:
+            return nil
+        case .publishLater(let instant):
+            Task { [weak self, clock] in
+                try? await clock.sleep(until: instant)
+                await self?.publishLibraryState()
+            }
+            return nil
+        }
+    }
+
+    /// The trailing publish of the throttle: without waiting for the PUBACK (it is a retained
+    /// state, and the next change publishes it again).
+    private func publishLibraryState() async {
+        stateThrottle.withLock { $0.trailingPublished(now: clock.monotonicNow()) }
+        // Disconnected, it would wait in libmosquitto's queue; each connection publishes it anyway.
+        guard client.isConnected else { return }
+        do {
+            let library = try await remote.libraryState()
+            client.publishWithoutWaiting(
+                MQTTPublication(
+                    topic: settings.topics.state, text: MQTTEventMessages.stateMessage(library), retain: true)
+            )
+        } catch {
+            logger.warning("could not publish the library's state", ["error": "\(error)"])
         }
     }
 
