@@ -95,6 +95,9 @@ public final class MQTTSink: OutboxSink {
     }
 
     public func deliver(_ event: CatalogEvent) async throws {
+        // Connected first, then read what the event needs: a picture deleted while the broker
+        // was away is then found gone, not published from a read made before.
+        try await client.awaitConnection()
         var context = MQTTEventMessages.Context()
         switch event.type {
         case .pictureCreated:

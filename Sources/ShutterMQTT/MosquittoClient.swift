@@ -161,10 +161,7 @@ final class MosquittoClient: @unchecked Sendable {
     /// for QoS 0. While disconnected it first waits for the connection, `connectionWaitNanoseconds`
     /// at most, then throws: the outbox keeps the event and retries.
     func publish(_ publication: MQTTPublication) async throws {
-        if !isConnected {
-            let deadline = clock.monotonicNow().advanced(by: settings.connectionWaitNanoseconds)
-            guard await waitForConnection(until: deadline) else { throw MQTTError.notConnected }
-        }
+        try await awaitConnection()
         let refusal = state.withLock { state -> MQTTError? in
             if state.stopping { return .stopped }
             if !state.connected { return .notConnected }
@@ -194,6 +191,14 @@ final class MosquittoClient: @unchecked Sendable {
         } onCancel: {
             self.giveUp(mid, .stopped)
         }
+    }
+
+    /// Returns at once while connected; else waits for the connection, `connectionWaitNanoseconds`
+    /// at most, and throws `notConnected` if none came (or the task was cancelled, or the client stops).
+    func awaitConnection() async throws {
+        guard !isConnected else { return }
+        let deadline = clock.monotonicNow().advanced(by: settings.connectionWaitNanoseconds)
+        guard await waitForConnection(until: deadline) else { throw MQTTError.notConnected }
     }
 
     /// Returns true once connected, false at `deadline`, on cancellation or when stopping.

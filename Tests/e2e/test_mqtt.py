@@ -248,3 +248,18 @@ def test_mqtts_verifies_the_brokers_certificate_against_the_system_store(make_da
             time.sleep(0.1)
     finally:
         broker.stop()
+
+
+def test_a_picture_deleted_before_delivery_is_announced_without_its_jpeg(make_daemon, broker, subscriber):
+    d = make_daemon(mqtt_args(broker))
+    subscriber.wait_for(lambda s: b"online" in s.on(PREFIX + "/availability"), what="online")
+    broker.stop()
+    gone, kept = d.snap(), d.snap()
+    assert d.request("DELETE", f"/library/{gone['id']}")[0] == 204
+    broker.start()
+    wait_for_pictures(subscriber, [gone["id"], kept["id"]], timeout=60)
+    deleted = subscriber.wait_for(lambda s: events(s, PREFIX + "/picture/deleted"), what="the deletion")
+    assert [(e["id"], e["reason"]) for e in deleted] == [(gone["id"], "request")]
+    # Its record went out, in order, but its file was gone: only the kept picture's JPEG came.
+    jpegs = {hashlib.sha256(p).hexdigest() for p in subscriber.on(PREFIX + "/picture/jpeg")}
+    assert kept["sha256"] in jpegs and gone["sha256"] not in jpegs
