@@ -12,6 +12,8 @@ import PackageDescription
 //   ShutterAccess     who may do what: access tokens and scopes, signed links, failed-login
 //                     throttling, the Host/Origin/CORS browser defences (an HTTPRequestPolicy)
 //   ShutterWeb        the web page: index.html, app.js and style.css embedded at build time, CSP hashes
+//   ShutterMQTT       the MQTT sink (libmosquitto on a thread of its own), Home Assistant
+//                     discovery, and the snap and job commands taken from the broker
 //   ShutterOutbox     delivers the catalog's event history to sinks (MQTT, webhooks, S3): one
 //                     dispatcher per sink, in order, at least once, with backoff
 //   ShutterJobRunner  JobService: runs job schedules, takes their shots, persists them
@@ -67,6 +69,11 @@ let package = Package(
             name: "COpenSSL", pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"])]),
 
+        // The MQTT client of the MQTT sink (Home Assistant), from Eclipse Mosquitto's libmosquitto.
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
+
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux", "COpenSSL"]),
         .target(
@@ -82,6 +89,9 @@ let package = Package(
             dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
         .target(name: "ShutterAccess", dependencies: ["ShutterSystem", "ShutterHTTP"]),
         .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog"]),
+        .target(
+            name: "ShutterMQTT",
+            dependencies: ["ShutterSystem", "ShutterCatalog", "ShutterOutbox", "CMosquitto"]),
         .target(
             name: "ShutterWeb", dependencies: ["ShutterSystem", "ShutterHTTP"],
             resources: [
@@ -102,7 +112,7 @@ let package = Package(
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCatalog", "ShutterJobs",
                 "ShutterCapture", "ShutterJobRunner", "ShutterAPI", "ShutterAccess", "ShutterOutbox",
-                "CShutterLinux",
+                "ShutterMQTT", "CShutterLinux",
             ]),
         .executableTarget(name: "shutterd", dependencies: ["ShutterDaemon", "ShutterSystem"]),
         // benchmarks/camera_bench.py runs this beside tjbench: the YUYV encode path, unthrottled.
@@ -115,7 +125,7 @@ let package = Package(
             name: "ShutterTestSupport",
             dependencies: [
                 "ShutterSystem", "ShutterHTTP", "ShutterCamera", "ShutterCapture", "ShutterCatalog",
-                "ShutterJobRunner", "ShutterOutbox",
+                "ShutterJobRunner", "ShutterOutbox", "ShutterMQTT",
             ],
             path: "Tests/ShutterTestSupport"),
         .testTarget(name: "ShutterSystemTests", dependencies: ["ShutterSystem", "ShutterTestSupport"]),
@@ -146,6 +156,9 @@ let package = Package(
         .testTarget(
             name: "ShutterOutboxTests",
             dependencies: ["ShutterOutbox", "ShutterCatalog", "ShutterSystem", "ShutterTestSupport"]),
+        .testTarget(
+            name: "ShutterMQTTTests",
+            dependencies: ["ShutterMQTT", "ShutterCatalog", "ShutterSystem", "ShutterTestSupport"]),
         .testTarget(
             name: "ShutterAPITests",
             dependencies: [

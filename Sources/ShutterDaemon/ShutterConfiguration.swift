@@ -80,6 +80,10 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var corsOrigins: [String] = []
     /// Serve a non-loopback address without tokens (logged as a warning at every start).
     public var insecureNoAuth = false
+    /// The daemon's name (Home Assistant's device, the MQTT topics); empty: the host name.
+    public var name = ""
+    /// The MQTT sink (`mqtt_*`); off without `mqtt_url`.
+    public var mqtt = MQTTConfiguration()
     /// systemd's `$CREDENTIALS_DIRECTORY` (`LoadCredential=`), where a relative token file is found.
     public var credentialsDirectory: String?
 
@@ -159,7 +163,7 @@ extension ConfigurationKey {
     }
 
     /// Every key, in the order `--help` lists them.
-    public static let all: [ConfigurationKey] = coreKeys + accessKeys + overlayKeys
+    public static let all: [ConfigurationKey] = coreKeys + accessKeys + overlayKeys + mqttKeys
 
     /// The keys of the daemon's core: listening, the camera, storage, HTTP limits, jobs.
     static let coreKeys: [ConfigurationKey] = [

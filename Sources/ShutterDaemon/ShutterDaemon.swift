@@ -21,11 +21,11 @@ public final class ShutterDaemon {
     /// The daemon's version, shown by `--version`, `GET /`, `/status` and the `Server` header.
     public static let version = "0.1.0"
 
-    private let configuration: ShutterConfiguration
+    let configuration: ShutterConfiguration
     private let signalDescriptor: Int32
     /// The process's environment: systemd's `$NOTIFY_SOCKET` and `$WATCHDOG_USEC` are read here.
     private let environment: [String: String]
-    private let logger: Logger
+    let logger: Logger
 
     /// `signalDescriptor` comes from `TerminationSignals.blockAndOpenDescriptor()`, called first in `main`.
     public init(
@@ -94,7 +94,9 @@ public final class ShutterDaemon {
         stopInReverse.append { blockingAwait { await jobs.stop() } }
 
         // Each sink drains the event history on its own; none can hold up the others or a snap.
-        let outbox = try makeOutboxSinks().map {
+        let outbox = try makeOutboxSinks(
+            capture: capture, catalog: catalog, jobs: jobs, clock: clock, stopInReverse: &stopInReverse
+        ).map {
             OutboxDispatcher(
                 sink: $0, catalog: catalog, clock: clock, logger: logger.with("component", "outbox"))
         }
@@ -180,9 +182,20 @@ public final class ShutterDaemon {
         return 0
     }
 
-    /// The outbox sinks the configuration asks for (MQTT, webhooks, S3); none by default.
-    private func makeOutboxSinks() throws -> [any OutboxSink] {
-        []
+    /// The outbox sinks the configuration asks for (MQTT, webhooks, S3); none by default. Each
+    /// is stopped after the dispatchers (appended before theirs to `stopInReverse`).
+    private func makeOutboxSinks(
+        capture: CaptureService, catalog: MediaCatalog, jobs: JobService, clock: SystemClock,
+        stopInReverse: inout [() -> Void]
+    ) throws -> [any OutboxSink] {
+        var sinks: [any OutboxSink] = []
+        if let mqtt = try makeMQTTSink(
+            capture: capture, catalog: catalog, jobs: jobs, clock: clock, logger: logger)
+        {
+            sinks.append(mqtt)
+            stopInReverse.append { mqtt.stop() }
+        }
+        return sinks
     }
 
     /// Records the camera's state changes as `camera.state` events, in the order they happened.
