@@ -67,6 +67,12 @@ let package = Package(
             name: "COpenSSL", pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"])]),
 
+        // HTTP(S) client for the webhook and S3 sinks: one multi handle on its own thread, AWS
+        // Signature V4 built in (CURLOPT_AWS_SIGV4), certificates checked against the system store.
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux", "COpenSSL"]),
         .target(
@@ -81,7 +87,7 @@ let package = Package(
             name: "ShutterJobRunner",
             dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
         .target(name: "ShutterAccess", dependencies: ["ShutterSystem", "ShutterHTTP"]),
-        .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog"]),
+        .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog", "CCurl"]),
         .target(
             name: "ShutterWeb", dependencies: ["ShutterSystem", "ShutterHTTP"],
             resources: [

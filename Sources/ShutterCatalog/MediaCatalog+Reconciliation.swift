@@ -36,13 +36,12 @@ extension MediaCatalog {
         }
         if !missingIDs.isEmpty {
             try database.inTransaction {
-                let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
                 for id in missingIDs {
-                    try statement.execute(arguments: [id])
+                    let takenAt = try deletePictureRow(database, id: id)
                     // Clients that listed it hear that it is gone, like any other delete.
                     _ = try insertEvent(
                         database, .pictureDeleted, at: nowWallMillis,
-                        data: pictureDeletedJSON(id: id, reason: .missingFile))
+                        data: pictureDeletedJSON(id: id, reason: .missingFile, takenAt: takenAt))
                 }
             }
             for id in missingIDs {

@@ -72,14 +72,14 @@ extension MediaCatalog {
             }
             guard !removed.isEmpty else { return [] }
             events = try database.inTransaction {
-                let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
                 var events: [CatalogEvent] = []
                 events.reserveCapacity(removed.count)
                 for row in removed.sorted(by: { $0.id < $1.id }) {
-                    try statement.execute(arguments: [row.id])
+                    let takenAt = try Self.deletePictureRow(database, id: row.id)
                     events.append(
                         try insertEvent(
-                            .pictureDeleted, data: pictureDeletedJSON(id: row.id, reason: .retention)))
+                            .pictureDeleted,
+                            data: pictureDeletedJSON(id: row.id, reason: .retention, takenAt: takenAt)))
                 }
                 return events
             }

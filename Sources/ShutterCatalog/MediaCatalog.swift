@@ -268,15 +268,13 @@ public actor MediaCatalog {
                     sql: "SELECT bytes FROM media WHERE id = ?", arguments: [id],
                     { try $0.decode(Int64.self, at: 0) })
             else { return false }
-            let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
             // The row and its event in one transaction: no client hears of a delete that did not
             // happen, or misses one that did.
             let deleteRow = { () throws -> CatalogEvent? in
                 try self.database.inTransaction {
-                    try statement.execute(arguments: [id])
-                    guard self.database.changesCount > 0 else { return nil }
+                    guard let takenAt = try Self.deletePictureRow(self.database, id: id) else { return nil }
                     return try self.insertEvent(
-                        .pictureDeleted, data: pictureDeletedJSON(id: id, reason: .request))
+                        .pictureDeleted, data: pictureDeletedJSON(id: id, reason: .request, takenAt: takenAt))
                 }
             }
             var deleted: CatalogEvent?

@@ -21,11 +21,11 @@ public final class ShutterDaemon {
     /// The daemon's version, shown by `--version`, `GET /`, `/status` and the `Server` header.
     public static let version = "0.1.0"
 
-    private let configuration: ShutterConfiguration
+    let configuration: ShutterConfiguration
     private let signalDescriptor: Int32
     /// The process's environment: systemd's `$NOTIFY_SOCKET` and `$WATCHDOG_USEC` are read here.
-    private let environment: [String: String]
-    private let logger: Logger
+    let environment: [String: String]
+    let logger: Logger
 
     /// `signalDescriptor` comes from `TerminationSignals.blockAndOpenDescriptor()`, called first in `main`.
     public init(
@@ -94,7 +94,7 @@ public final class ShutterDaemon {
         stopInReverse.append { blockingAwait { await jobs.stop() } }
 
         // Each sink drains the event history on its own; none can hold up the others or a snap.
-        let outbox = try makeOutboxSinks().map {
+        let outbox = try makeOutboxSinks(catalog: catalog, stopInReverse: &stopInReverse).map {
             OutboxDispatcher(
                 sink: $0, catalog: catalog, clock: clock, logger: logger.with("component", "outbox"))
         }
@@ -168,8 +168,10 @@ public final class ShutterDaemon {
     }
 
     /// The outbox sinks the configuration asks for (MQTT, webhooks, S3); none by default.
-    private func makeOutboxSinks() throws -> [any OutboxSink] {
-        []
+    private func makeOutboxSinks(catalog: MediaCatalog, stopInReverse: inout [() -> Void]) throws
+        -> [any OutboxSink]
+    {
+        try makeHTTPSinks(catalog: catalog, stopInReverse: &stopInReverse)
     }
 
     /// Records the camera's state changes as `camera.state` events, in the order they happened.
@@ -377,7 +379,7 @@ private func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async thr
     return try result!.get()
 }
 
-private func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
+func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
     _ = try? blockingAwait { () async throws -> Bool in
         await body()
         return true
