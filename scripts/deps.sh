@@ -15,7 +15,7 @@ install_debian_packages() {
 # What building shutterd needs: the C libraries it links (see Package.swift), the kernel's V4L2
 # header (linux-libc-dev) and pkg-config; fonts-dejavu-core is the burned-in text's default font.
 BUILD_PACKAGES=(pkg-config libturbojpeg0-dev libsqlite3-dev libssl-dev libv4l-dev linux-libc-dev libfreetype-dev
-    fonts-dejavu-core)
+    libcurl4-openssl-dev fonts-dejavu-core)
 
 # Swift lives in /opt/swift on our machines; use it when it is not on PATH yet.
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then

@@ -60,6 +60,9 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
         curl_multi_cleanup(multi)
     }
 
+    /// Transfers accepted and not yet finished.
+    public var transfersInFlight: Int { inbox.withLock { $0.inFlight } }
+
     /// Fails what is in flight and ends the thread; call once, when no sink sends any more.
     public func stop() async {
         inbox.withLock { $0.stopping = true }
@@ -283,14 +286,16 @@ private final class CurlTransfer {
             shutter_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)),
             "CURLOPT_ERRORBUFFER")
         if !request.body.isEmpty || request.method == "POST" || request.method == "PUT" {
-            _ = request.body.withUnsafeBytes { body.copyMemory(from: $0) }
+            request.body.withUnsafeBytes { body.copyMemory(from: $0) }
             try check(
                 shutter_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
                 "CURLOPT_POSTFIELDSIZE_LARGE")
             try check(shutter_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, body.baseAddress), "CURLOPT_POSTFIELDS")
         }
-        // "Expect:" off: a 100-continue round trip gains nothing for bodies this small.
-        for line in request.headers + ["Expect:"] {
+        // No "Expect:" line to turn 100-continue off: libcurl would sign it (CURLOPT_AWS_SIGV4
+        // signs every header given here) without sending it, and the store would refuse the
+        // signature. libcurl asks for 100-continue only for bodies over 1 MB.
+        for line in request.headers {
             guard let appended = curl_slist_append(headers, line) else {
                 throw TransferError(code: Int32(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_slist_append")
             }

@@ -92,6 +92,8 @@ public enum S3Request {
         var headers = [
             "Content-Type: image/jpeg",
             "x-amz-content-sha256: \(ByteText.hex(payloadSHA256))",
+            // The algorithm named as the SDKs name it: some stores (moto) keep the checksum only then.
+            "x-amz-sdk-checksum-algorithm: SHA256",
             "x-amz-checksum-sha256: \(ByteText.base64(ByteText.bytes(hex: picture.sha256 ?? "") ?? payloadSHA256))",
             "x-amz-meta-picture-id: \(picture.id)",
         ]

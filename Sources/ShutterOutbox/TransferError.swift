@@ -16,9 +16,9 @@ public struct TransferError: Error, Equatable, CustomStringConvertible {
     public var description: String { "transfer failed: \(message) (CURLcode \(code))" }
 
     /// The transfer loop stopped before the transfer finished.
-    static let stopped = TransferError(code: 0, message: "the transfer loop stopped")
+    public static let stopped = TransferError(code: 0, message: "the transfer loop stopped")
     /// More transfers waited than the loop accepts.
-    static let queueFull = TransferError(code: 0, message: "too many transfers waiting")
+    public static let queueFull = TransferError(code: 0, message: "too many transfers waiting")
 }
 
 /// A destination that answered, but not with a success.

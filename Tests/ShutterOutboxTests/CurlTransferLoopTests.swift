@@ -1,0 +1,67 @@
+import ShutterOutbox
+import ShutterSystem
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP socket listening on a free 127.0.0.1 port that never accepts: the kernel completes the
+/// handshake into its backlog and the request then waits for ever, as on a hung server.
+private final class SilentListener {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(descriptor, 8) == 0 else { throw SystemError(errno: errno, call: "bind/listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+}
+
+@Suite struct CurlTransferLoopTests {
+    @Test func transfersBeyondTheLimitAreRefusedAndACancelledOneEndsAtOnce() async throws {
+        let listener = try SilentListener()
+        let loop = try CurlTransferLoop(userAgent: "test", maxTransfers: 1)
+        let request = HTTPTransferRequest(
+            method: "POST", url: "http://127.0.0.1:\(listener.port)/hook", body: Array("{}".utf8),
+            timeoutMilliseconds: 600_000)
+        let hung = Task { try await loop.send(request) }
+        while loop.transfersInFlight < 1 { await Task.yield() }
+        // The first holds the only slot until it ends; the second is refused, not queued.
+        await #expect(throws: TransferError.queueFull) { _ = try await loop.send(request) }
+        hung.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await hung.value }
+        #expect(loop.transfersInFlight == 0)
+        await loop.stop()
+        await #expect(throws: TransferError.self) { _ = try await loop.send(request) }
+    }
+
+    @Test func aRefusedConnectionKeepsLibcurlsCode() async throws {
+        // The listener is closed at once: nothing listens on its port any more (ECONNREFUSED).
+        let port = try SilentListener().port
+        let loop = try CurlTransferLoop(userAgent: "test")
+        await #expect {
+            _ = try await loop.send(
+                HTTPTransferRequest(method: "DELETE", url: "http://127.0.0.1:\(port)/x", timeoutMilliseconds: 5000))
+        } throws: { error in
+            (error as? TransferError)?.code == 7  // CURLE_COULDNT_CONNECT
+        }
+        #expect(try await loop.readFile(atPath: "/nonexistent/shutter-test", maxBytes: 10) == nil)
+        await loop.stop()
+    }
+}

@@ -1,0 +1,191 @@
+"""The S3 sink against moto's S3 server (moto_server on a free 127.0.0.1 port) with its
+authentication on: pictures uploaded under PREFIX/YYYY/MM/DD/{id}.jpg with their checksum and
+metadata, deletes propagated, a wrong key refused, and an outage of the store costing nothing."""
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+boto3 = pytest.importorskip("boto3")
+from botocore.config import Config  # noqa: E402
+
+BUCKET = "shutter-pictures"
+PREFIX = "cam1/stills"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Moto:
+    """moto_server on `port`; authentication switched on by `enable_auth`."""
+
+    def __init__(self, port):
+        self.port = port
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.process = None
+
+    def start(self):
+        env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1")
+        self.process = subprocess.Popen(
+            ["moto_server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1).read()
+                return self
+            except OSError:
+                assert self.process.poll() is None, "moto_server exited"
+                assert time.monotonic() < deadline, "moto_server did not start"
+                time.sleep(0.1)
+
+    def client(self, service, key_id="any", secret="any"):
+        return boto3.client(
+            service, endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id=key_id,
+            aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+
+    def make_user_and_bucket(self):
+        """An IAM user allowed s3:*, its key pair, and the bucket; then authentication on."""
+        iam = self.client("iam")
+        iam.create_user(UserName="shutterd")
+        iam.put_user_policy(
+            UserName="shutterd", PolicyName="s3", PolicyDocument=json.dumps({
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="shutterd")["AccessKey"]
+        self.client("s3").create_bucket(Bucket=BUCKET)
+        # From now on every request must be signed by a known key (moto's INITIAL_NO_AUTH_ACTION_COUNT).
+        request = urllib.request.Request(
+            self.endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
+            headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=5).read()
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def moto():
+    server = Moto(free_port()).start()
+    yield server
+    server.stop()
+
+
+def start_daemon(make_daemon, moto, key_id, secret, extra=()):
+    d = make_daemon(
+        ["--size", "320x240", "--s3-url", f"{moto.endpoint}/{BUCKET}/{PREFIX}", "--s3-region", "us-east-1",
+         *extra],
+        env={"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret})
+    d.wait_for_log("sink starts with the events from now on")
+    return d
+
+
+def object_key(picture):
+    date = picture["taken_at"][:10].replace("-", "/")
+    return f"{PREFIX}/{date}/{picture['id']}.jpg"
+
+
+def listed_keys(s3):
+    return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []))
+
+
+def wait_for_keys(s3, expected, d=None, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        keys = listed_keys(s3)
+        if keys == sorted(expected):
+            return keys
+        assert time.monotonic() < deadline, (
+            f"bucket has {keys}, expected {sorted(expected)}\n" + "\n".join(d.log_lines if d else []))
+        time.sleep(0.05)
+
+
+def s3_status(d):
+    [status] = [s for s in d.json("GET", "/status")[2]["outbox"]["sinks"] if s["name"] == "s3"]
+    return status
+
+
+def test_pictures_are_uploaded_with_checksum_and_metadata_and_deletes_follow(make_daemon, moto):
+    key_id, secret = moto.make_user_and_bucket()
+    s3 = moto.client("s3", key_id, secret)
+    d = start_daemon(make_daemon, moto, key_id, secret)
+    first = d.snap()
+    status, _, labelled = d.json("POST", "/snap", body=json.dumps({"label": "front door é"}))
+    assert status == 201
+    third = d.snap()
+    wait_for_keys(s3, [object_key(p) for p in (first, labelled, third)], d)
+
+    for picture in (first, labelled, third):
+        stored = s3.get_object(Bucket=BUCKET, Key=object_key(picture), ChecksumMode="ENABLED")
+        body = stored["Body"].read()
+        assert hashlib.sha256(body).hexdigest() == picture["sha256"]
+        assert body == d.request("GET", picture["url"])[2]
+        assert stored["ChecksumSHA256"] == base64.b64encode(bytes.fromhex(picture["sha256"])).decode()
+        assert stored["ContentType"] == "image/jpeg"
+        assert stored["Metadata"]["taken-at"] == picture["taken_at"]
+        assert stored["Metadata"]["picture-id"] == str(picture["id"])
+    assert s3.head_object(Bucket=BUCKET, Key=object_key(labelled))["Metadata"]["label"] == "front door %C3%A9"
+
+    assert d.request("DELETE", f"/library/{first['id']}")[0] == 204
+    wait_for_keys(s3, [object_key(p) for p in (labelled, third)])
+    status = s3_status(d)
+    assert status["connected"] is True and status["failures"] == 0 and status["delivered"] == 4
+    assert secret not in "\n".join(d.log_lines)
+    assert secret not in json.dumps(d.json("GET", "/status")[2])
+
+
+def test_a_wrong_secret_is_refused_by_the_store_and_nothing_is_stored(make_daemon, moto):
+    key_id, secret = moto.make_user_and_bucket()
+    s3 = moto.client("s3", key_id, secret)
+    d = start_daemon(make_daemon, moto, key_id, "not-" + secret)
+    d.snap()
+    d.wait_for_log("sink failed; retrying with backoff", "403", "SignatureDoesNotMatch")
+    status = s3_status(d)
+    assert status["delivered"] == 0 and status["failures"] >= 1 and "SignatureDoesNotMatch" in status["last_error"]
+    assert listed_keys(s3) == []
+
+
+def test_a_store_that_freezes_then_restarts_loses_nothing(make_daemon, moto):
+    key_id, secret = moto.make_user_and_bucket()
+    s3 = moto.client("s3", key_id, secret)
+    d = start_daemon(make_daemon, moto, key_id, secret, extra=["--outbox-timeout-ms", "1000"])
+    before = [d.snap() for _ in range(2)]
+    wait_for_keys(s3, [object_key(p) for p in before])
+
+    # Frozen: connections are accepted by the kernel and never answered; each try times out.
+    moto.process.send_signal(signal.SIGSTOP)
+    during = [d.snap() for _ in range(3)]
+    d.wait_for_log("sink failed; retrying with backoff", "CURLcode 28")
+    moto.process.send_signal(signal.SIGCONT)
+    wait_for_keys(s3, [object_key(p) for p in before + during])
+
+    # Killed and started again on the same port: moto keeps nothing, so its user and bucket are
+    # made again, with new keys the restarted daemon is given. Pictures taken meanwhile follow.
+    moto.stop()
+    down = [d.snap() for _ in range(2)]
+    d.wait_for_log("sink failed; retrying with backoff", "CURLcode 7")
+    assert d.stop() == 0
+    moto.start()
+    key_id, secret = moto.make_user_and_bucket()
+    s3 = moto.client("s3", key_id, secret)
+    d.env = {"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret}
+    d.start()
+    after = [d.snap()]
+    wait_for_keys(s3, [object_key(p) for p in down + after])
+    for picture in down + after:
+        body = s3.get_object(Bucket=BUCKET, Key=object_key(picture))["Body"].read()
+        assert hashlib.sha256(body).hexdigest() == picture["sha256"]
