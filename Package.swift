@@ -158,7 +158,10 @@ let package = Package(
                 "ShutterJobs", "ShutterSystem", "ShutterTestSupport",
             ]),
         .testTarget(
-            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterHTTP", "ShutterSystem"]),
+            name: "ShutterDaemonTests",
+            dependencies: [
+                "ShutterDaemon", "ShutterHTTP", "ShutterSystem", "ShutterCatalog", "ShutterOutbox",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -79,7 +79,9 @@ public enum ConfigurationLoader {
             throw ConfigurationError("config file \(path): \(error)")
         }
         let object: [String: ConfigurationFileValue]
-        do { object = try JSONDecoder().decode([String: ConfigurationFileValue].self, from: Data(bytes)) } catch {
+        do {
+            object = try JSONDecoder().decode([String: ConfigurationFileValue].self, from: Data(bytes))
+        } catch {
             throw ConfigurationError("config file \(path): not a JSON object (\(error))")
         }
         for (name, value) in object.sorted(by: { $0.key < $1.key }) {

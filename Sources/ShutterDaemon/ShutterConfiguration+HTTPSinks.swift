@@ -61,16 +61,19 @@ extension ConfigurationKey {
             },
             current: { $0.httpSinks.s3URL.isEmpty ? "none" : $0.httpSinks.s3URL }),
         ConfigurationKey(
-            name: "s3_region", valueName: "REGION", help: "the region S3 requests are signed for (AWS Signature V4)",
+            name: "s3_region", valueName: "REGION",
+            help: "the region S3 requests are signed for (AWS Signature V4)",
             apply: { config, text in
-                guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
+                guard !text.isEmpty,
+                    text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
                 else { throw ConfigurationError("s3_region: '\(text)' is not a region name") }
                 config.httpSinks.s3Region = text
             },
             current: { $0.httpSinks.s3Region }),
         ConfigurationKey(
             name: "s3_addressing", valueName: "STYLE",
-            help: "how S3 requests name the bucket: path (https://HOST/BUCKET/KEY) or virtual (https://BUCKET.HOST/KEY)",
+            help:
+                "how S3 requests name the bucket: path (https://HOST/BUCKET/KEY) or virtual (https://BUCKET.HOST/KEY)",
             apply: { config, text in
                 guard let addressing = S3Location.Addressing(rawValue: text) else {
                     throw ConfigurationError("s3_addressing: '\(text)' is not path or virtual")
@@ -86,10 +89,12 @@ extension ConfigurationKey {
             current: { $0.httpSinks.s3CredentialsFile.isEmpty ? "none" : $0.httpSinks.s3CredentialsFile }),
         ConfigurationKey(
             name: "outbox_timeout_ms", valueName: "MS",
-            help: "milliseconds one webhook POST or S3 request may take, connecting included (1000 to 600000); then it is retried",
+            help:
+                "milliseconds one webhook POST or S3 request may take, connecting included (1000 to 600000); then it is retried",
             apply: { config, text in
                 guard let value = Int(text), (1000...600_000).contains(value) else {
-                    throw ConfigurationError("outbox_timeout_ms: '\(text)' is not a whole number from 1000 to 600000")
+                    throw ConfigurationError(
+                        "outbox_timeout_ms: '\(text)' is not a whole number from 1000 to 600000")
                 }
                 config.httpSinks.timeoutMilliseconds = value
             },
@@ -121,7 +126,9 @@ extension ConfigurationKey {
                     events.insert(type)
                 }
             }
-            if entry.secret == "" { throw ConfigurationError("webhooks: an empty secret signs nothing; leave it out") }
+            if entry.secret == "" {
+                throw ConfigurationError("webhooks: an empty secret signs nothing; leave it out")
+            }
             return WebhookSettings(
                 url: entry.url, events: events, secret: entry.secret, includeJPEG: entry.includeJPEG ?? false)
         }

@@ -23,8 +23,10 @@ extension ShutterDaemon {
             logger.notice(
                 "webhook sink",
                 [
-                    "sink": hook.sinkName, "events": hook.events.map(\.rawValue).sorted().joined(separator: ","),
-                    "signed": hook.secret == nil ? "no" : "yes", "include_jpeg": hook.includeJPEG ? "yes" : "no",
+                    "sink": hook.sinkName,
+                    "events": hook.events.map(\.rawValue).sorted().joined(separator: ","),
+                    "signed": hook.secret == nil ? "no" : "yes",
+                    "include_jpeg": hook.includeJPEG ? "yes" : "no",
                 ])
         }
         if let s3 {
@@ -55,7 +57,9 @@ extension ShutterDaemon {
         } else {
             let text: String
             do {
-                text = String(decoding: try ConfigurationLoader.readWholeFile(settings.s3CredentialsFile), as: UTF8.self)
+                text = String(
+                    decoding: try ConfigurationLoader.readWholeFile(settings.s3CredentialsFile), as: UTF8.self
+                )
             } catch {
                 throw ConfigurationError("s3_credentials \(settings.s3CredentialsFile): cannot be read")
             }

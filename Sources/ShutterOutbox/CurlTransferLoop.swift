@@ -86,7 +86,8 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
                     if inbox.stopping { return .stopped }
                     if inbox.inFlight >= maxTransfers { return .queueFull }
                     inbox.inFlight += 1
-                    inbox.transfers.append(PendingTransfer(id: id, request: request, continuation: continuation))
+                    inbox.transfers.append(
+                        PendingTransfer(id: id, request: request, continuation: continuation))
                     return nil
                 }
                 if let refusal {
@@ -182,7 +183,8 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
             if code == CURLE_OK {
                 var status = 0
                 _ = shutter_curl_response_code(handle, &status)
-                finish(transfer, with: .success(HTTPTransferResponse(status: status, body: transfer.received)))
+                finish(
+                    transfer, with: .success(HTTPTransferResponse(status: status, body: transfer.received)))
             } else {
                 finish(transfer, with: .failure(transfer.error(for: code)))
             }
@@ -213,7 +215,9 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = try syscall("read") { chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
+            let count = try syscall("read") {
+                chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
             if bytes.count > maxBytes { throw SystemError(errno: EFBIG, call: "read") }
@@ -264,13 +268,15 @@ private final class CurlTransfer {
         func check(_ code: CURLcode, _ option: String) throws {
             guard code == CURLE_OK else {
                 throw TransferError(
-                    code: Int32(code.rawValue), message: "\(option): \(String(cString: curl_easy_strerror(code)))")
+                    code: Int32(code.rawValue),
+                    message: "\(option): \(String(cString: curl_easy_strerror(code)))")
             }
         }
         try check(shutter_curl_setopt_string(handle, CURLOPT_URL, request.url), "CURLOPT_URL")
         // No signals from libcurl in a threaded process (its resolver timeouts use them otherwise).
         try check(shutter_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
-        try check(shutter_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
+        try check(
+            shutter_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
         // Certificates are checked against the system store (libcurl's defaults, stated here so no
         // change of default can turn them off).
         try check(shutter_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
@@ -281,7 +287,9 @@ private final class CurlTransfer {
             shutter_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeout, 10_000)),
             "CURLOPT_CONNECTTIMEOUT_MS")
         try check(shutter_curl_setopt_string(handle, CURLOPT_USERAGENT, userAgent), "CURLOPT_USERAGENT")
-        try check(shutter_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
+        try check(
+            shutter_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST"
+        )
         try check(
             shutter_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)),
             "CURLOPT_ERRORBUFFER")
@@ -290,7 +298,9 @@ private final class CurlTransfer {
             try check(
                 shutter_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
                 "CURLOPT_POSTFIELDSIZE_LARGE")
-            try check(shutter_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, body.baseAddress), "CURLOPT_POSTFIELDS")
+            try check(
+                shutter_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, body.baseAddress),
+                "CURLOPT_POSTFIELDS")
         }
         // No "Expect:" line to turn 100-continue off: libcurl would sign it (CURLOPT_AWS_SIGV4
         // signs every header given here) without sending it, and the store would refuse the
@@ -304,10 +314,14 @@ private final class CurlTransfer {
         try check(shutter_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers), "CURLOPT_HTTPHEADER")
         if let signature = request.awsSignature {
             try check(
-                shutter_curl_setopt_string(handle, CURLOPT_AWS_SIGV4, signature.curlProvider), "CURLOPT_AWS_SIGV4")
-            try check(shutter_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKeyID), "CURLOPT_USERNAME")
+                shutter_curl_setopt_string(handle, CURLOPT_AWS_SIGV4, signature.curlProvider),
+                "CURLOPT_AWS_SIGV4")
             try check(
-                shutter_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretAccessKey), "CURLOPT_PASSWORD")
+                shutter_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKeyID),
+                "CURLOPT_USERNAME")
+            try check(
+                shutter_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretAccessKey),
+                "CURLOPT_PASSWORD")
         }
         try check(
             shutter_curl_setopt_write_function(handle) { data, size, count, context in
@@ -316,7 +330,8 @@ private final class CurlTransfer {
                 let room = HTTPTransferResponse.maxBodyBytes - transfer.received.count
                 if room > 0, let data {
                     data.withMemoryRebound(to: UInt8.self, capacity: length) {
-                        transfer.received.append(contentsOf: UnsafeBufferPointer(start: $0, count: min(room, length)))
+                        transfer.received.append(
+                            contentsOf: UnsafeBufferPointer(start: $0, count: min(room, length)))
                     }
                 }
                 // Everything is taken; what is past the limit is dropped, not an error.

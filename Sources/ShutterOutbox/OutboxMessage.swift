@@ -33,7 +33,10 @@ public enum OutboxMessage {
             case jobID = "job_id"
         }
 
-        public init(id: Int64, takenAt: String? = nil, sha256: String? = nil, label: String? = nil, jobID: Int64? = nil) {
+        public init(
+            id: Int64, takenAt: String? = nil, sha256: String? = nil, label: String? = nil,
+            jobID: Int64? = nil
+        ) {
             self.id = id
             self.takenAt = takenAt
             self.sha256 = sha256

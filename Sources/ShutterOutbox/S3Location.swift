@@ -98,7 +98,8 @@ public struct S3Location: Sendable, Equatable {
     private static func isValidBucket(_ name: String) -> Bool {
         (3...63).contains(name.utf8.count)
             && name.utf8.allSatisfy {
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                     || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
             }
     }
@@ -106,7 +107,8 @@ public struct S3Location: Sendable, Equatable {
     // RFC 3986's unreserved characters: the same in a URL and in SigV4's canonical request, so a
     // key built of them is signed exactly as sent.
     private static func isUnreserved(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
             || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~")
     }

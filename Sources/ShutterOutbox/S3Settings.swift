@@ -7,7 +7,9 @@ public struct S3Settings: Sendable, Equatable {
     /// How long one upload or delete may take, connecting included.
     public var timeoutMilliseconds: Int
 
-    public init(location: S3Location, region: String, credentials: S3Credentials, timeoutMilliseconds: Int = 30_000) {
+    public init(
+        location: S3Location, region: String, credentials: S3Credentials, timeoutMilliseconds: Int = 30_000
+    ) {
         self.location = location
         self.region = region
         self.credentials = credentials
@@ -97,7 +99,9 @@ public enum S3Request {
             "x-amz-checksum-sha256: \(ByteText.base64(ByteText.bytes(hex: picture.sha256 ?? "") ?? payloadSHA256))",
             "x-amz-meta-picture-id: \(picture.id)",
         ]
-        if let takenAt = picture.takenAt { headers.append("x-amz-meta-taken-at: \(ByteText.headerSafe(takenAt))") }
+        if let takenAt = picture.takenAt {
+            headers.append("x-amz-meta-taken-at: \(ByteText.headerSafe(takenAt))")
+        }
         if let label = picture.label { headers.append("x-amz-meta-label: \(ByteText.headerSafe(label))") }
         if let job = picture.jobID { headers.append("x-amz-meta-job: \(job)") }
         return HTTPTransferRequest(

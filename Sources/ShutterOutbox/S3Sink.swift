@@ -29,7 +29,8 @@ public final class S3Sink: OutboxSink {
             logger.warning("picture event without a picture id; passed over", ["event_id": String(event.id)])
             return
         }
-        guard let takenAt = picture.takenAt, let key = settings.location.objectKey(pictureID: picture.id, takenAt: takenAt)
+        guard let takenAt = picture.takenAt,
+            let key = settings.location.objectKey(pictureID: picture.id, takenAt: takenAt)
         else {
             logger.warning(
                 "picture event without taken_at; its object cannot be named, passed over",
@@ -45,7 +46,8 @@ public final class S3Sink: OutboxSink {
         }
     }
 
-    private func upload(_ picture: OutboxMessage.PictureFields, key: String, event: CatalogEvent) async throws {
+    private func upload(_ picture: OutboxMessage.PictureFields, key: String, event: CatalogEvent) async throws
+    {
         guard
             let jpeg = try await transport.readFile(
                 atPath: mediaPath(picture.id), maxBytes: WebhookSink.maxPictureBytes)
@@ -89,8 +91,10 @@ public final class S3Sink: OutboxSink {
         let text = String(decoding: body, as: UTF8.self)
         let afterOpening = text.split(separator: "<Code>", maxSplits: 1, omittingEmptySubsequences: false)
         if afterOpening.count == 2,
-            let code = afterOpening[1].split(separator: "</Code>", maxSplits: 1, omittingEmptySubsequences: false)
-                .first, afterOpening[1].contains("</Code>")
+            let code = afterOpening[1].split(
+                separator: "</Code>", maxSplits: 1, omittingEmptySubsequences: false
+            )
+            .first, afterOpening[1].contains("</Code>")
         {
             return String(code)
         }

@@ -84,7 +84,9 @@ public enum WebhookRequest {
     }
 
     /// `multipart/form-data` (RFC 7578): the event as the part `event`, the picture as `picture`.
-    public static func multipart(json: [UInt8], jpeg: [UInt8], pictureName: String, boundary: String) -> [UInt8] {
+    public static func multipart(json: [UInt8], jpeg: [UInt8], pictureName: String, boundary: String)
+        -> [UInt8]
+    {
         var body = [UInt8]()
         body.reserveCapacity(json.count + jpeg.count + 400)
         body += Array(

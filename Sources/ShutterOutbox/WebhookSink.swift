@@ -16,7 +16,8 @@ public final class WebhookSink: OutboxSink {
 
     /// `mediaPath` says where a picture's JPEG is (`MediaCatalog.mediaPath(id:)`).
     public init(
-        settings: WebhookSettings, transport: any HTTPTransport, mediaPath: @escaping @Sendable (Int64) -> String
+        settings: WebhookSettings, transport: any HTTPTransport,
+        mediaPath: @escaping @Sendable (Int64) -> String
     ) {
         self.name = settings.sinkName
         self.eventTypes = settings.events

@@ -13,7 +13,7 @@ private final class SilentListener {
     let port: Int
 
     init() throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -22,11 +22,15 @@ private final class SilentListener {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard bound == 0, listen(descriptor, 8) == 0 else { throw SystemError(errno: errno, call: "bind/listen") }
+        guard bound == 0, listen(descriptor, 8) == 0 else {
+            close(descriptor)
+            throw SystemError(errno: errno, call: "bind/listen")
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
+        self.descriptor = descriptor
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 
@@ -57,7 +61,8 @@ private final class SilentListener {
         let loop = try CurlTransferLoop(userAgent: "test")
         await #expect {
             _ = try await loop.send(
-                HTTPTransferRequest(method: "DELETE", url: "http://127.0.0.1:\(port)/x", timeoutMilliseconds: 5000))
+                HTTPTransferRequest(
+                    method: "DELETE", url: "http://127.0.0.1:\(port)/x", timeoutMilliseconds: 5000))
         } throws: { error in
             (error as? TransferError)?.code == 7  // CURLE_COULDNT_CONNECT
         }

@@ -8,7 +8,9 @@ private let quietLogger = Logger(label: "shutter.outbox.test", level: .error)
 private let jpeg: [UInt8] = [0xFF, 0xD8, 1, 2, 3, 0xFF, 0xD9]
 private let jpegSHA256 = SHA256.hexDigest(jpeg)
 
-private func pictureEvent(_ type: CatalogEventType, id: Int64 = 5, sha256: String = jpegSHA256) -> CatalogEvent {
+private func pictureEvent(_ type: CatalogEventType, id: Int64 = 5, sha256: String = jpegSHA256)
+    -> CatalogEvent
+{
     let data =
         type == .pictureDeleted
         ? #"{"id":\#(id),"reason":"request","taken_at":"2026-12-02T04:10:00.123Z"}"#
@@ -19,8 +21,10 @@ private func pictureEvent(_ type: CatalogEventType, id: Int64 = 5, sha256: Strin
 private func s3Sink(_ transport: RecordingHTTPTransport) throws -> S3Sink {
     let settings = S3Settings(
         location: try S3Location(url: "https://s3.example.net/pics/cam"), region: "eu-west-1",
-        credentials: S3Credentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"))
-    return S3Sink(settings: settings, transport: transport, mediaPath: { "/media/\($0).jpg" }, logger: quietLogger)
+        credentials: S3Credentials(
+            accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"))
+    return S3Sink(
+        settings: settings, transport: transport, mediaPath: { "/media/\($0).jpg" }, logger: quietLogger)
 }
 
 @Suite struct S3SinkTests {
@@ -36,7 +40,9 @@ private func s3Sink(_ transport: RecordingHTTPTransport) throws -> S3Sink {
         #expect(request.headers.contains("x-amz-content-sha256: \(jpegSHA256)"))
         #expect(request.headers.contains("x-amz-checksum-sha256: \(ByteText.base64(SHA256.digest(jpeg)))"))
         #expect(request.headers.contains("x-amz-meta-taken-at: 2026-12-02T04:10:00.123Z"))
-        #expect(request.headers.contains("x-amz-meta-label: door") && request.headers.contains("x-amz-meta-job: 9"))
+        #expect(
+            request.headers.contains("x-amz-meta-label: door")
+                && request.headers.contains("x-amz-meta-job: 9"))
         #expect(sink.isConnected)
         // The secret is in the signing settings only, never in what is printed.
         #expect(!"\(request.awsSignature!)".contains("wJalr"))
@@ -75,7 +81,8 @@ private func s3Sink(_ transport: RecordingHTTPTransport) throws -> S3Sink {
     @Test func onlyA2xxIsDelivered() async throws {
         let transport = RecordingHTTPTransport()
         let sink = WebhookSink(
-            settings: WebhookSettings(url: "https://h.example/x"), transport: transport, mediaPath: { "/m/\($0).jpg" })
+            settings: WebhookSettings(url: "https://h.example/x"), transport: transport,
+            mediaPath: { "/m/\($0).jpg" })
         #expect(sink.name.hasPrefix("webhook:"))
         transport.answer(.success(HTTPTransferResponse(status: 503, body: Array("busy".utf8))))
         await #expect(throws: DestinationRefusal(status: 503, detail: "busy")) {

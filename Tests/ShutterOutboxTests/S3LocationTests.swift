@@ -4,17 +4,22 @@ import Testing
 @Suite struct S3LocationTests {
     @Test func pathStyleKeysCarryThePrefixAndTheUTCDate() throws {
         let location = try S3Location(url: "https://s3.example.net/pictures/cam1/stills/")
-        #expect(location.host == "s3.example.net" && location.bucket == "pictures" && location.prefix == "cam1/stills")
+        #expect(
+            location.host == "s3.example.net" && location.bucket == "pictures"
+                && location.prefix == "cam1/stills")
         let key = try #require(location.objectKey(pictureID: 42, takenAt: "2026-12-02T04:10:00.123Z"))
         #expect(key == "cam1/stills/2026/12/02/42.jpg")
-        #expect(location.objectURL(key: key) == "https://s3.example.net/pictures/cam1/stills/2026/12/02/42.jpg")
+        #expect(
+            location.objectURL(key: key) == "https://s3.example.net/pictures/cam1/stills/2026/12/02/42.jpg")
     }
 
     @Test func virtualHostStyleMovesTheBucketIntoTheHost() throws {
-        let location = try S3Location(url: "https://s3.eu-west-1.amazonaws.com/pictures", addressing: .virtual)
+        let location = try S3Location(
+            url: "https://s3.eu-west-1.amazonaws.com/pictures", addressing: .virtual)
         let key = try #require(location.objectKey(pictureID: 7, takenAt: "2027-01-31T23:59:59.999Z"))
         #expect(key == "2027/01/31/7.jpg")
-        #expect(location.objectURL(key: key) == "https://pictures.s3.eu-west-1.amazonaws.com/2027/01/31/7.jpg")
+        #expect(
+            location.objectURL(key: key) == "https://pictures.s3.eu-west-1.amazonaws.com/2027/01/31/7.jpg")
     }
 
     @Test func aPortAndLoopbackHTTPAreKept() throws {

@@ -13,7 +13,8 @@ import Testing
         #expect(request.method == "POST" && request.url == "https://hooks.example.net/x")
         #expect(
             String(decoding: request.body, as: UTF8.self)
-                == #"{"id":12,"type":"picture.created","at":"2026-12-02T04:10:00.123Z","data":\#(created.data)}"#)
+                == #"{"id":12,"type":"picture.created","at":"2026-12-02T04:10:00.123Z","data":\#(created.data)}"#
+        )
         #expect(request.headers.contains("Content-Type: application/json"))
         #expect(request.headers.contains("X-Shutter-Event-Id: 12"))
         #expect(!request.headers.contains { $0.hasPrefix("X-Shutter-Signature") })
@@ -26,8 +27,11 @@ import Testing
             WebhookRequest.signature(body: Array("what do ya want for nothing?".utf8), secret: "Jefe")
                 == "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
         let request = WebhookRequest.make(
-            created, settings: WebhookSettings(url: "https://h.example/x", secret: "s"), jpeg: [1, 2], boundary: "B")
-        #expect(request.headers.contains("X-Shutter-Signature: \(WebhookRequest.signature(body: request.body, secret: "s"))"))
+            created, settings: WebhookSettings(url: "https://h.example/x", secret: "s"), jpeg: [1, 2],
+            boundary: "B")
+        #expect(
+            request.headers.contains(
+                "X-Shutter-Signature: \(WebhookRequest.signature(body: request.body, secret: "s"))"))
     }
 
     @Test func aPictureGoesAsMultipartWithTheJSONFirst() {
@@ -46,13 +50,20 @@ import Testing
 
     @Test func theSinkNameIsStableAndHidesTheURL() {
         let hook = WebhookSettings(url: "https://h.example/x?token=secret")
-        #expect(hook.sinkName == WebhookSettings(url: "https://h.example/x?token=secret", secret: "other").sinkName)
+        #expect(
+            hook.sinkName
+                == WebhookSettings(url: "https://h.example/x?token=secret", secret: "other").sinkName)
         #expect(hook.sinkName != WebhookSettings(url: "https://h.example/y").sinkName)
-        #expect(hook.sinkName.hasPrefix("webhook:") && hook.sinkName.count == 20 && !hook.sinkName.contains("secret"))
+        #expect(
+            hook.sinkName.hasPrefix("webhook:") && hook.sinkName.count == 20
+                && !hook.sinkName.contains("secret"))
     }
 
     @Test func base64AndHexFollowRFC4648() {
-        let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]
+        let vectors = [
+            "": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=",
+            "foobar": "Zm9vYmFy",
+        ]
         for (plain, encoded) in vectors { #expect(ByteText.base64(Array(plain.utf8)) == encoded) }
         #expect(ByteText.bytes(hex: "00fFa1") == [0, 255, 161])
         #expect(ByteText.bytes(hex: "0") == nil && ByteText.bytes(hex: "zz") == nil)

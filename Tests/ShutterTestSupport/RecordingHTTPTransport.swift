@@ -5,8 +5,10 @@ import ShutterSystem
 /// serves files from memory.
 public final class RecordingHTTPTransport: HTTPTransport {
     private let state = LockedValue(
-        (requests: [HTTPTransferRequest](), answers: [Result<HTTPTransferResponse, TransferError>](),
-         files: [String: [UInt8]]()))
+        (
+            requests: [HTTPTransferRequest](), answers: [Result<HTTPTransferResponse, TransferError>](),
+            files: [String: [UInt8]]()
+        ))
 
     public init() {}
 
@@ -26,7 +28,8 @@ public final class RecordingHTTPTransport: HTTPTransport {
     public func send(_ request: HTTPTransferRequest) async throws -> HTTPTransferResponse {
         let answer = state.withLock { state in
             state.requests.append(request)
-            return state.answers.isEmpty ? .success(HTTPTransferResponse(status: 200)) : state.answers.removeFirst()
+            return state.answers.isEmpty
+                ? .success(HTTPTransferResponse(status: 200)) : state.answers.removeFirst()
         }
         return try answer.get()
     }
