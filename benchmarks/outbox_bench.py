@@ -57,18 +57,20 @@ def start_daemon(binary, data_dir, args, env):
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env=dict(os.environ, **env))
     port = None
+    sink_started = not args
     lines = []
     ready = threading.Event()
 
     def read():
-        nonlocal port
+        nonlocal port, sink_started
         for raw in process.stderr:
             line = raw.decode("utf-8", "replace")
             lines.append(line)
             match = re.search(r"listening .*address=[^ ]*:(\d+)", line)
             if match:
                 port = int(match.group(1))
-            if port and (not args or "sink starts" in line or "cursor" in line):
+            sink_started = sink_started or "sink starts" in line
+            if port and sink_started:
                 ready.set()
     threading.Thread(target=read, daemon=True).start()
     if not ready.wait(30):
