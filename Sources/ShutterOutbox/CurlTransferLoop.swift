@@ -92,9 +92,12 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
                 }
                 if let refusal {
                     continuation.resume(throwing: refusal)
-                } else {
-                    curl_multi_wakeup(multi)
+                    return
                 }
+                // Cancelled before it was queued: the handler's mark may already have been read
+                // and dropped by the loop, so mark it again now that the loop will find it.
+                if Task.isCancelled { inbox.withLock { _ = $0.cancelled.insert(id) } }
+                curl_multi_wakeup(multi)
             }
         } onCancel: {
             inbox.withLock { _ = $0.cancelled.insert(id) }

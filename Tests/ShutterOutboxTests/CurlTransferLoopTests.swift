@@ -67,6 +67,11 @@ private final class SilentListener {
             (error as? TransferError)?.code == 7  // CURLE_COULDNT_CONNECT
         }
         #expect(try await loop.readFile(atPath: "/nonexistent/shutter-test", maxBytes: 10) == nil)
+        // /proc/self/cmdline is never empty: one byte allowed is too few, and refused.
+        await #expect(throws: SystemError.self) {
+            _ = try await loop.readFile(atPath: "/proc/self/cmdline", maxBytes: 1)
+        }
+        #expect(try await loop.readFile(atPath: "/proc/self/cmdline", maxBytes: 1 << 20)?.isEmpty == false)
         await loop.stop()
     }
 }

@@ -159,7 +159,16 @@ def test_a_wrong_secret_is_refused_by_the_store_and_nothing_is_stored(make_daemo
     assert listed_keys(s3) == []
 
 
-def test_a_store_that_freezes_then_restarts_loses_nothing(make_daemon, moto):
+def test_without_keys_the_daemon_refuses_to_start(moto, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SHUTTERD_"))}
+    binary = os.environ.get("SHUTTERD_BIN", os.path.join(os.path.dirname(__file__), "../../.build/release/shutterd"))
+    result = subprocess.run(
+        [binary, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data"),
+         "--s3-url", f"{moto.endpoint}/{BUCKET}"], env=env, capture_output=True, timeout=20)
+    assert result.returncode != 0 and "AWS_ACCESS_KEY_ID" in result.stderr.decode(), result.stderr
+
+
+def test_a_store_that_freezes_then_restarts_loses_nothing(make_daemon, moto, tmp_path):
     key_id, secret = moto.make_user_and_bucket()
     s3 = moto.client("s3", key_id, secret)
     d = start_daemon(make_daemon, moto, key_id, secret, extra=["--outbox-timeout-ms", "1000"])
@@ -182,7 +191,13 @@ def test_a_store_that_freezes_then_restarts_loses_nothing(make_daemon, moto):
     moto.start()
     key_id, secret = moto.make_user_and_bucket()
     s3 = moto.client("s3", key_id, secret)
-    d.env = {"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret}
+    # The new keys from an AWS shared credentials file this time, the old ones left in the
+    # environment: the file wins.
+    credentials = tmp_path / "s3-credentials"
+    credentials.write_text(
+        f"[other]\naws_access_key_id = AKIAOTHER\naws_secret_access_key = x\n"
+        f"[default]\naws_access_key_id = {key_id}\naws_secret_access_key = {secret}\n")
+    d.args += ["--s3-credentials", str(credentials)]
     d.start()
     after = [d.snap()]
     wait_for_keys(s3, [object_key(p) for p in down + after])
