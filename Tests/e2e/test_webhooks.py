@@ -18,7 +18,7 @@ class Receiver:
     """Takes POSTs; answers 503 to the first `fail_first`, and sleeps `hang_first_s` on the
     first one (a dead peer the daemon's timeout must give up on)."""
 
-    def __init__(self, fail_first=0, hang_first_s=0.0):
+    def __init__(self, fail_first=0, hang_first_s=0.0, tls=None):
         self.fail_first = fail_first
         self.hang_first_s = hang_first_s
         self.attempts = []  # (monotonic time, headers dict, body bytes), every POST
@@ -51,7 +51,14 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        scheme = "http"
+        if tls:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def wait_for(self, count, timeout=20):
@@ -202,3 +209,21 @@ def test_webhook_url_flag_sends_every_event_and_bad_settings_refuse_to_start(
             [d.binary, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "other"), "--config", str(config)],
             capture_output=True, timeout=20)
         assert result.returncode == 2 and words in result.stderr.decode(), result.stderr
+
+
+def test_a_certificate_the_system_does_not_trust_is_refused(make_daemon, tmp_path, receiver_factory):
+    # A self-signed certificate for 127.0.0.1: the TLS handshake works, the verification fails,
+    # and nothing is sent.
+    cert, key = tmp_path / "hook.crt", tmp_path / "hook.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=hook",
+         "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    receiver = receiver_factory(tls=(str(cert), str(key)))
+    d = start_with_hooks(make_daemon, tmp_path, [{"url": receiver.url, "events": ["picture.created"]}])
+    d.snap()
+    # CURLE_PEER_FAILED_VERIFICATION
+    d.wait_for_log("sink failed; retrying with backoff", "CURLcode 60")
+    [status] = sink_status(d)
+    assert status["delivered"] == 0 and status["connected"] is False
+    assert receiver.attempts == []
