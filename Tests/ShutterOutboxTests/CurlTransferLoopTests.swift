@@ -35,6 +35,34 @@ private final class SilentListener {
     }
 
     deinit { close(descriptor) }
+
+    /// Accepts one connection on a thread of its own, reads the request's head, answers
+    /// `response` and closes.
+    func answerOnce(with response: [UInt8]) throws -> OSThread {
+        let descriptor = descriptor
+        return try OSThread.spawn(name: "test-answer") {
+            let connection = accept(descriptor, nil, nil)
+            guard connection >= 0 else { return }
+            defer { close(connection) }
+            var head = [UInt8]()
+            var byte: UInt8 = 0
+            while !head.ends(with: Array("\r\n\r\n".utf8)), read(connection, &byte, 1) == 1 {
+                head.append(byte)
+            }
+            var sent = 0
+            while sent < response.count {
+                let count = response[sent...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                sent += count
+            }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }
 
 @Suite struct CurlTransferLoopTests {
@@ -53,6 +81,22 @@ private final class SilentListener {
         #expect(loop.transfersInFlight == 0)
         await loop.stop()
         await #expect(throws: TransferError.self) { _ = try await loop.send(request) }
+    }
+
+    @Test func anAnswersBodyIsKeptOnlyUpToItsLimit() async throws {
+        let listener = try SilentListener()
+        let answer = try listener.answerOnce(
+            with: Array("HTTP/1.1 500 Broken\r\nContent-Length: 100000\r\n\r\n".utf8)
+                + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000))
+        let loop = try CurlTransferLoop(userAgent: "test")
+        let response = try await loop.send(
+            HTTPTransferRequest(
+                method: "POST", url: "http://127.0.0.1:\(listener.port)/", body: [1],
+                timeoutMilliseconds: 10_000))
+        #expect(response.status == 500 && !response.isSuccess)
+        #expect(response.body.count == HTTPTransferResponse.maxBodyBytes)
+        await answer.finished()
+        await loop.stop()
     }
 
     @Test func aRefusedConnectionKeepsLibcurlsCode() async throws {
