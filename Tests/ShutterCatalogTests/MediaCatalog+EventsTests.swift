@@ -239,7 +239,11 @@ import Testing
             }
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "DROP TABLE events; DROP TABLE sink_cursors")
+                try database.execute(
+                    sql: """
+                        DROP TABLE events; DROP TABLE sink_cursors;
+                        ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded;
+                        """)
                 try database.setUserVersion(4)
             }
             let catalog = try MediaCatalog.open(directory)
