@@ -13,6 +13,14 @@ public struct HTTPSinkSettings: Sendable, Equatable {
     public var s3CredentialsFile = ""
     /// How long one webhook POST or S3 request may take, connecting included.
     public var timeoutMilliseconds = 30_000
+    /// `mirror` keeps every local copy; `offload` lets retention free the local files of
+    /// pictures the store has, and `/media` redirects to them.
+    public var s3Mode = S3Mode.mirror
+
+    /// What the S3 sink does with local copies.
+    public enum S3Mode: String, Sendable, Equatable {
+        case mirror, offload
+    }
 
     public init() {}
 }
@@ -81,6 +89,17 @@ extension ConfigurationKey {
                 config.httpSinks.s3Addressing = addressing
             },
             current: { $0.httpSinks.s3Addressing.rawValue }),
+        ConfigurationKey(
+            name: "s3_mode", valueName: "MODE",
+            help:
+                "mirror (keep every local copy) or offload (retention frees only the local files of pictures the store has acknowledged, keeping their records; /media/{id}.jpg then answers 302 to a presigned URL valid 5 minutes)",
+            apply: { config, text in
+                guard let mode = HTTPSinkSettings.S3Mode(rawValue: text) else {
+                    throw ConfigurationError("s3_mode: '\(text)' is not mirror or offload")
+                }
+                config.httpSinks.s3Mode = mode
+            },
+            current: { $0.httpSinks.s3Mode.rawValue }),
         ConfigurationKey(
             name: "s3_credentials", valueName: "FILE",
             help:

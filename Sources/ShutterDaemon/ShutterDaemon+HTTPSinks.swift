@@ -33,15 +33,38 @@ extension ShutterDaemon {
             sinks.append(
                 S3Sink(
                     settings: s3, transport: transfers, mediaPath: mediaPath,
-                    logger: logger.with("component", "outbox")))
+                    logger: logger.with("component", "outbox"),
+                    onUploaded: { [logger] id in
+                        do { try await catalog.markUploaded(id: id) } catch {
+                            logger.warning(
+                                "could not record an upload", ["id": String(id), "error": "\(error)"])
+                        }
+                    }))
             logger.notice(
                 "s3 sink",
                 [
                     "url": s3.location.description, "region": s3.region,
                     "addressing": s3.location.addressing.rawValue, "key": s3.credentials.accessKeyID,
+                    "mode": settings.s3Mode.rawValue,
                 ])
         }
         return sinks
+    }
+
+    /// With `s3_mode offload`, where `/media` sends a client for an offloaded picture: a URL
+    /// presigned for five minutes from now.
+    func remoteMediaURL(clock: any Clock) throws -> (@Sendable (MediaRecord) -> String?)? {
+        guard configuration.httpSinks.s3Mode == .offload, let s3 = try s3Settings(configuration.httpSinks)
+        else {
+            return nil
+        }
+        return { record in
+            let takenAt = Timestamp.iso8601(millisecondsSince1970: record.takenAt)
+            guard let key = s3.location.objectKey(pictureID: record.id, takenAt: takenAt) else { return nil }
+            return S3Presigner.presignedGetURL(
+                key: key, location: s3.location, region: s3.region, credentials: s3.credentials,
+                nowSecondsSince1970: clock.wallMillisecondsNow() / 1000, expiresInSeconds: 300)
+        }
     }
 
     /// The S3 settings with their keys, or nil without `s3_url`; throws when the keys are missing.

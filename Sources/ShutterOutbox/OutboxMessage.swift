@@ -24,6 +24,8 @@ public enum OutboxMessage {
         public var sha256: String?
         public var label: String?
         public var jobID: Int64?
+        /// Where the picture lives (`local`, `s3`), in records that say it.
+        public var stored: [String]?
 
         enum CodingKeys: String, CodingKey {
             case id
@@ -31,6 +33,7 @@ public enum OutboxMessage {
             case sha256
             case label
             case jobID = "job_id"
+            case stored
         }
 
         public init(

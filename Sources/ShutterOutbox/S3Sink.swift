@@ -10,15 +10,19 @@ public final class S3Sink: OutboxSink {
     private let transport: any HTTPTransport
     private let mediaPath: @Sendable (Int64) -> String
     private let logger: Logger
+    private let onUploaded: @Sendable (Int64) async -> Void
     private let connected = LockedValue(false)
 
+    /// `onUploaded` is told each picture the store acknowledged (the catalog records it, which
+    /// offload needs before it may free the local file).
     public init(
         settings: S3Settings, transport: any HTTPTransport, mediaPath: @escaping @Sendable (Int64) -> String,
-        logger: Logger
+        logger: Logger, onUploaded: @escaping @Sendable (Int64) async -> Void = { _ in }
     ) {
         self.settings = settings
         self.transport = transport
         self.mediaPath = mediaPath
+        self.onUploaded = onUploaded
         self.logger = logger.with("sink", "s3")
     }
 
@@ -42,6 +46,8 @@ public final class S3Sink: OutboxSink {
             // 404: it never got there (deleted before its upload) or is already gone; both done.
             try await send(S3Request.delete(key: key, settings: settings), accepting: [200, 204, 404])
         default:
+            // Offloaded: the store has it and the local file is gone; nothing to upload again.
+            if picture.stored == ["s3"] { return }
             try await upload(picture, key: key, event: event)
         }
     }
@@ -69,6 +75,7 @@ public final class S3Sink: OutboxSink {
         let request = S3Request.upload(
             key: key, jpeg: jpeg, payloadSHA256: digest, picture: picture, settings: settings)
         try await send(request, accepting: [200])
+        await onUploaded(picture.id)
     }
 
     private func send(_ request: HTTPTransferRequest, accepting statuses: Set<Int>) async throws {

@@ -49,6 +49,14 @@ import Testing
             configuration.httpSinks.s3Region == "eu-west-1"
                 && configuration.httpSinks.s3Addressing == .virtual)
         #expect(try load([]).httpSinks == HTTPSinkSettings())
+        // Offload turns retention into freeing uploaded files, and only with an S3 sink.
+        let offload = try load(["--s3-mode", "offload", "--retention-max-pictures", "10"])
+        #expect(offload.retentionPolicy?.offloadsUploaded == false)
+        let withS3 = try load([
+            "--s3-mode", "offload", "--retention-max-pictures", "10", "--s3-url",
+            "https://s3.example.net/b12",
+        ])
+        #expect(withS3.retentionPolicy?.offloadsUploaded == true)
     }
 
     @Test(arguments: [
@@ -61,6 +69,7 @@ import Testing
         (["--webhooks", #"{"url": "https://x.example/"}"#], "not a JSON list"),
         (["--s3-url", "http://s3.example.net/bucket"], "only for a loopback host"),
         (["--s3-addressing", "dns"], "not path or virtual"),
+        (["--s3-mode", "move"], "not mirror or offload"),
         (["--s3-region", "eu west"], "not a region name"),
         (["--outbox-timeout-ms", "10"], "from 1000 to 600000"),
     ])

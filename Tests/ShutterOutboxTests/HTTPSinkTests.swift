@@ -18,6 +18,11 @@ private func pictureEvent(_ type: CatalogEventType, id: Int64 = 5, sha256: Strin
     return CatalogEvent(id: 40, type: type, at: 0, data: data)
 }
 
+private let s3TestSettings = try! S3Settings(
+    location: S3Location(url: "https://s3.example.net/pics/cam"), region: "eu-west-1",
+    credentials: S3Credentials(
+        accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"))
+
 private func s3Sink(_ transport: RecordingHTTPTransport) throws -> S3Sink {
     let settings = S3Settings(
         location: try S3Location(url: "https://s3.example.net/pics/cam"), region: "eu-west-1",
@@ -65,6 +70,28 @@ private func s3Sink(_ transport: RecordingHTTPTransport) throws -> S3Sink {
         transport.answer(.failure(TransferError(code: 7, message: "Failed to connect")))
         await #expect(throws: TransferError.self) { try await sink.deliver(pictureEvent(.pictureDeleted)) }
         #expect(!sink.isConnected)
+    }
+
+    @Test func anAcknowledgedUploadIsReportedAndAnOffloadedPictureIsNotUploadedAgain() async throws {
+        let transport = RecordingHTTPTransport()
+        transport.setFile("/media/5.jpg", jpeg)
+        let uploaded = LockedValue<[Int64]>([])
+        let sink = S3Sink(
+            settings: s3TestSettings, transport: transport, mediaPath: { "/media/\($0).jpg" },
+            logger: quietLogger, onUploaded: { id in uploaded.withLock { $0.append(id) } })
+        transport.answer(.success(HTTPTransferResponse(status: 500)))
+        await #expect(throws: DestinationRefusal.self) {
+            try await sink.deliver(pictureEvent(.pictureCreated))
+        }
+        #expect(uploaded.withLock { $0 }.isEmpty)
+        try await sink.deliver(pictureEvent(.pictureCreated))
+        #expect(uploaded.withLock { $0 } == [5])
+        let offloaded = CatalogEvent(
+            id: 41, type: .pictureUpdated, at: 0,
+            data: #"{"id":5,"taken_at":"2026-12-02T04:10:00.123Z","sha256":"\#(jpegSHA256)","stored":["s3"]}"#
+        )
+        try await sink.deliver(offloaded)
+        #expect(transport.requests.count == 2)
     }
 
     @Test func aPictureGoneOrNotMatchingItsRecordIsPassedOver() async throws {
