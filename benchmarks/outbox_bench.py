@@ -116,10 +116,13 @@ def main():
     moto, endpoint, s3 = start_moto()
     workdir = tempfile.mkdtemp(prefix="outbox-bench-")
     env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}
-    with_s3, with_s3_port = start_daemon(
-        options.shutterd, os.path.join(workdir, "s3"), ["--s3-url", f"{endpoint}/{BUCKET}/bench"], env)
-    plain, plain_port = start_daemon(options.shutterd, os.path.join(workdir, "none"), [], {})
+    processes = [moto]
     try:
+        with_s3, with_s3_port = start_daemon(
+            options.shutterd, os.path.join(workdir, "s3"), ["--s3-url", f"{endpoint}/{BUCKET}/bench"], env)
+        processes.append(with_s3)
+        plain, plain_port = start_daemon(options.shutterd, os.path.join(workdir, "none"), [], {})
+        processes.append(plain)
         for round_number in range(1, options.rounds + 1):
             # Alternate which goes first, so neither always gets the quieter machine.
             order = [("none", plain_port), ("s3", with_s3_port)]
@@ -161,7 +164,7 @@ def main():
         stored = len(s3.list_objects_v2(Bucket=BUCKET, MaxKeys=10000).get("Contents", []))
         print(f"objects in the bucket: {stored} (expected {options.count * options.rounds})")
     finally:
-        for process in (with_s3, plain, moto):
+        for process in reversed(processes):
             process.terminate()
             process.wait()
         shutil.rmtree(workdir, ignore_errors=True)
