@@ -73,6 +73,11 @@ let package = Package(
         .systemLibrary(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
+        // HTTP(S) client for the webhook and S3 sinks: one multi handle on its own thread, AWS
+        // Signature V4 built in (CURLOPT_AWS_SIGV4), certificates checked against the system store.
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
 
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux", "COpenSSL"]),
@@ -88,7 +93,7 @@ let package = Package(
             name: "ShutterJobRunner",
             dependencies: ["ShutterSystem", "ShutterJobs", "ShutterCapture", "ShutterCatalog"]),
         .target(name: "ShutterAccess", dependencies: ["ShutterSystem", "ShutterHTTP"]),
-        .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog"]),
+        .target(name: "ShutterOutbox", dependencies: ["ShutterSystem", "ShutterCatalog", "CCurl"]),
         .target(
             name: "ShutterMQTT",
             dependencies: ["ShutterSystem", "ShutterCatalog", "ShutterOutbox", "CMosquitto"]),
@@ -167,7 +172,10 @@ let package = Package(
                 "ShutterJobs", "ShutterSystem", "ShutterTestSupport",
             ]),
         .testTarget(
-            name: "ShutterDaemonTests", dependencies: ["ShutterDaemon", "ShutterHTTP", "ShutterSystem"]),
+            name: "ShutterDaemonTests",
+            dependencies: [
+                "ShutterDaemon", "ShutterHTTP", "ShutterSystem", "ShutterCatalog", "ShutterOutbox",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -16,7 +16,7 @@ install_debian_packages() {
 # header (linux-libc-dev) and pkg-config; fonts-dejavu-core is the burned-in text's default font;
 # libmosquitto-dev is the MQTT sink's client library.
 BUILD_PACKAGES=(pkg-config libturbojpeg0-dev libsqlite3-dev libssl-dev libv4l-dev linux-libc-dev libfreetype-dev
-    fonts-dejavu-core libmosquitto-dev)
+    libcurl4-openssl-dev fonts-dejavu-core libmosquitto-dev)
 
 # Swift lives in /opt/swift on our machines; use it when it is not on PATH yet.
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then

@@ -10,6 +10,8 @@ import ShutterSystem
 /// `/media/{id}.jpg`: a stored picture's bytes, or a thumbnail of it.
 struct MediaRoutes: Sendable {
     let catalog: MediaCatalog
+    /// Where an offloaded picture is (`s3_mode offload`); nil when nothing is offloaded.
+    var remoteMediaURL: (@Sendable (MediaRecord) -> String?)? = nil
 
     /// Thumbnail widths `?width=` accepts, in pixels (also `/preview.mjpg`'s `width`).
     static let thumbnailWidths: ClosedRange<Int64> = 16...4096
@@ -34,7 +36,11 @@ struct MediaRoutes: Sendable {
         let query = try QueryParameters(request, allowed: ["width"])
         // Opened even when a thumbnail is cached: a thumbnail a delete raced with must not
         // outlive its picture.
-        let original = try openPicture(id: id)
+        guard let original = try openIfPresent(catalog.mediaPath(id: id)) else {
+            // Perhaps offloaded: the task asks the catalog, which the event loop must not wait for.
+            if remoteMediaURL != nil { return nil }
+            throw LibraryRoutes.notFound(id)
+        }
         guard let requested = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
             return try fileResponse(request, original, id: id, width: nil)
         }
@@ -59,7 +65,9 @@ struct MediaRoutes: Sendable {
     func thumbnail(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
         let id = try parameters.positiveID(of: "picture")
         let query = try QueryParameters(request, allowed: ["width"])
-        let original = try openPicture(id: id)
+        guard let original = try openIfPresent(catalog.mediaPath(id: id)) else {
+            return try await offloaded(id: id)
+        }
         guard let requested = try query.integer("width", in: Self.thumbnailWidths).map(Int.init) else {
             return try fileResponse(request, original, id: id, width: nil)
         }
@@ -89,6 +97,17 @@ struct MediaRoutes: Sendable {
         return try fileResponse(request, stored, id: id, width: scaled.width)
     }
 
+    /// `302 Found` to where an offloaded picture is now (a presigned URL, valid for minutes, so
+    /// not cached), whatever width was asked for; 404 for a picture that is not there.
+    private func offloaded(id: Int64) async throws -> HTTPResponse {
+        guard let remoteMediaURL, let record = try await catalog.record(id: id), record.offloaded,
+            let url = remoteMediaURL(record)
+        else { throw LibraryRoutes.notFound(id) }
+        return HTTPResponse(
+            status: HTTPStatus(code: 302, reason: "Found"),
+            headers: ["Location": url, "Cache-Control": "no-store"])
+    }
+
     /// The width of the thumbnail made for `requested` (at most seven per picture, so the cache,
     /// keyed by it, holds at most seven files a picture), or nil when the picture is no wider.
     static func thumbnailWidth(requested: Int, pictureWidth: Int, height: Int) -> Int? {
@@ -100,14 +119,6 @@ struct MediaRoutes: Sendable {
     /// How many leading bytes of a picture are read for its size on the event loop: the frame
     /// header of every JPEG the daemon stores comes within the first kilobyte or two.
     static let headerPrefixBytes = 8192
-
-    /// The picture file of `id`, or 404.
-    private func openPicture(id: Int64) throws -> FileRegion.Handle {
-        guard let handle = try openIfPresent(catalog.mediaPath(id: id)) else {
-            throw LibraryRoutes.notFound(id)
-        }
-        return handle
-    }
 
     /// The file at `path` opened for reading, or nil if there is none.
     private func openIfPresent(_ path: String) throws -> FileRegion.Handle? {

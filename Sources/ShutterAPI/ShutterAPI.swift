@@ -30,12 +30,15 @@ public struct ShutterAPI: Sendable {
         public var httpMetrics: HTTPMetrics?
         /// The outbox's sinks, shown by `/status`.
         public var outbox: [OutboxDispatcher]
+        /// Where an offloaded picture is fetched from (a presigned S3 URL); nil: no offload.
+        public var remoteMediaURL: (@Sendable (MediaRecord) -> String?)?
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
             version: String, links: SignedLinks? = nil, tls: Bool = false, httpMetrics: HTTPMetrics? = nil,
-            outbox: [OutboxDispatcher] = []
+            outbox: [OutboxDispatcher] = [], remoteMediaURL: (@Sendable (MediaRecord) -> String?)? = nil
         ) {
+            self.remoteMediaURL = remoteMediaURL
             self.httpMetrics = httpMetrics
             self.outbox = outbox
             self.links = links
@@ -94,7 +97,7 @@ public struct ShutterAPI: Sendable {
         ).register(in: &router)
         LibraryRoutes(catalog: catalog, longPoll: longPoll).register(in: &router)
         EventRoutes(hub: events).register(in: &router)
-        MediaRoutes(catalog: catalog).register(in: &router)
+        MediaRoutes(catalog: catalog, remoteMediaURL: settings.remoteMediaURL).register(in: &router)
         PreviewRoutes(
             capture: capture, preview: preview, clock: clock,
             snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds,

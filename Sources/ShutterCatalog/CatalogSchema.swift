@@ -115,6 +115,15 @@ enum CatalogSchema {
                     CREATE INDEX IF NOT EXISTS media_kept ON media (id) WHERE keep = 1;
                     """)
         },
+        Migration(version: 7) { database in
+            // Offloading to S3: `uploaded` once the store has acknowledged the picture, `offloaded`
+            // once retention freed its local file (the row stays; /media redirects to the store).
+            try database.execute(
+                sql: """
+                    ALTER TABLE media ADD COLUMN uploaded INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE media ADD COLUMN offloaded INTEGER NOT NULL DEFAULT 0;
+                    """)
+        },
     ]
 
     /// The version a fully migrated database has.

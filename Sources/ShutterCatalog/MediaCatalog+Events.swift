@@ -221,10 +221,23 @@ extension JobRecord {
     }
 }
 
-/// The `picture.deleted` payload.
-func pictureDeletedJSON(id: Int64, reason: PictureRemovalReason) -> String {
+/// The `picture.deleted` payload. `taken_at` lets a sink find what it made of the picture (the
+/// S3 sink's object key has the date in it) after the row is gone.
+func pictureDeletedJSON(id: Int64, reason: PictureRemovalReason, takenAt: Int64?) -> String {
     var object = JSONObjectWriter()
     object.field("id", id)
     object.field("reason", reason.rawValue)
+    object.field("taken_at", takenAt.map { Timestamp.iso8601(millisecondsSince1970: $0) })
     return object.finished()
+}
+
+extension MediaCatalog {
+    /// Deletes picture `id`'s row inside the caller's transaction; returns when it was taken, or
+    /// nil if there was no such row.
+    static func deletePictureRow(_ database: Database, id: Int64) throws -> Int64? {
+        // RETURNING (SQLite 3.35): the row's taken_at for its event, in the same statement.
+        try database.fetchOne(sql: "DELETE FROM media WHERE id = ? RETURNING taken_at", arguments: [id]) {
+            try $0.decode(Int64.self, at: 0)
+        }
+    }
 }

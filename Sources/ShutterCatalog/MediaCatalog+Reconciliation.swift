@@ -16,8 +16,11 @@ extension MediaCatalog {
             logger.warning("removed an unfinished picture file", ["file": name])
         }
 
+        // An offloaded picture has no local file by design: neither missing nor an orphan's row.
         let rowIDs = Set(
-            try database.fetchAll(sql: "SELECT id FROM media") { try $0.decode(Int64.self, at: 0) })
+            try database.fetchAll(sql: "SELECT id FROM media WHERE offloaded = 0") {
+                try $0.decode(Int64.self, at: 0)
+            })
         let orphanIDs = listing.mediaIDs.subtracting(rowIDs).sorted()
         for id in orphanIDs {
             try files.remove(id: id)
@@ -36,13 +39,12 @@ extension MediaCatalog {
         }
         if !missingIDs.isEmpty {
             try database.inTransaction {
-                let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
                 for id in missingIDs {
-                    try statement.execute(arguments: [id])
+                    let takenAt = try deletePictureRow(database, id: id)
                     // Clients that listed it hear that it is gone, like any other delete.
                     _ = try insertEvent(
                         database, .pictureDeleted, at: nowWallMillis,
-                        data: pictureDeletedJSON(id: id, reason: .missingFile))
+                        data: pictureDeletedJSON(id: id, reason: .missingFile, takenAt: takenAt))
                 }
             }
             for id in missingIDs {

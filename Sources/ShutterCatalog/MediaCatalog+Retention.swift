@@ -14,17 +14,24 @@ extension MediaCatalog {
     /// No ORDER BY: with one, SQLite prefers walking the whole table in rowid order to sorting, and
     /// this query must instead cost one seek of the partial index media_retention when nothing
     /// expired; the few rows found are sorted in memory.
-    static let expiredSQL = "SELECT id, bytes FROM media WHERE keep = 0 AND taken_at < ? AND taken_at <= ?"
+    /// Offloaded pictures have no local file left to remove; with `offload`, only uploaded ones may go.
+    static func expiredSQL(offload: Bool) -> String {
+        "SELECT id, bytes FROM media WHERE keep = 0 AND taken_at < ? AND taken_at <= ? AND offloaded = 0"
+            + (offload ? " AND uploaded = 1" : "")
+    }
 
     /// Up to the third parameter of the pictures retention may remove with an id above the first
     /// parameter, taken no later than the second, in id order.
     ///
     /// INDEXED BY walks media_unkept from the cursor: kept pictures are not in it, so however many
     /// there are, a batch costs only its own rows, never a sort (https://www.sqlite.org/lang_indexedby.html).
-    static let oldestSQL = """
-        SELECT id, bytes FROM media INDEXED BY media_unkept
-        WHERE keep = 0 AND id > ? AND taken_at <= ? ORDER BY id LIMIT ?
+    static func oldestSQL(offload: Bool) -> String {
         """
+        SELECT id, bytes FROM media INDEXED BY media_unkept
+        WHERE keep = 0 AND id > ? AND taken_at <= ? AND offloaded = 0\(offload ? " AND uploaded = 1" : "")
+        ORDER BY id LIMIT ?
+        """
+    }
 
     /// Removes what `policy` says must go, oldest (smallest id) first; returns the removed ids.
     ///
@@ -45,7 +52,8 @@ extension MediaCatalog {
             if let maxAge = policy.maxAgeMilliseconds {
                 let expired = nowWallMillis.subtractingReportingOverflow(max(0, maxAge)).partialValue
                 removed = try database.fetchAll(
-                    sql: Self.expiredSQL, arguments: [expired, oldEnough], Self.decodeIDAndBytes
+                    sql: Self.expiredSQL(offload: policy.offloadsUploaded), arguments: [expired, oldEnough],
+                    Self.decodeIDAndBytes
                 ).sorted { $0.id < $1.id }
             }
             let expiredIDs = Set(removed.map(\.id))
@@ -59,7 +67,8 @@ extension MediaCatalog {
             var cursor: Int64 = 0
             while excessCount > 0 || excessBytes > 0 {
                 let batch = try database.fetchAll(
-                    sql: Self.oldestSQL, arguments: [cursor, oldEnough, Self.retentionBatchSize],
+                    sql: Self.oldestSQL(offload: policy.offloadsUploaded),
+                    arguments: [cursor, oldEnough, Self.retentionBatchSize],
                     Self.decodeIDAndBytes)
                 guard let last = batch.last else { break }
                 cursor = last.id
@@ -72,14 +81,21 @@ extension MediaCatalog {
             }
             guard !removed.isEmpty else { return [] }
             events = try database.inTransaction {
-                let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
                 var events: [CatalogEvent] = []
                 events.reserveCapacity(removed.count)
                 for row in removed.sorted(by: { $0.id < $1.id }) {
-                    try statement.execute(arguments: [row.id])
+                    if policy.offloadsUploaded {
+                        // The picture stays, in the store: only its local file goes (no event: it
+                        // is not deleted, and the sinks have nothing to do).
+                        try database.cachedStatement(sql: "UPDATE media SET offloaded = 1 WHERE id = ?")
+                            .execute(arguments: [row.id])
+                        continue
+                    }
+                    let takenAt = try Self.deletePictureRow(database, id: row.id)
                     events.append(
                         try insertEvent(
-                            .pictureDeleted, data: pictureDeletedJSON(id: row.id, reason: .retention)))
+                            .pictureDeleted,
+                            data: pictureDeletedJSON(id: row.id, reason: .retention, takenAt: takenAt)))
                 }
                 return events
             }
@@ -105,7 +121,7 @@ extension MediaCatalog {
         }
         counters.removedByRetention.add(UInt64(removed.count), ordering: .relaxed)
         logger.info(
-            "retention removed pictures",
+            policy.offloadsUploaded ? "retention offloaded pictures" : "retention removed pictures",
             [
                 "count": String(removed.count), "first_id": String(removed[0].id),
                 "last_id": String(removed[removed.count - 1].id),

@@ -100,8 +100,10 @@ public actor MediaCatalog {
             self.minimumFreeBytes = minimumFreeBytes
             self.clock = clock
             self.eventHistory = history
-            self.storedCount = totals.count
-            self.storedBytes = totals.totalBytes
+            // Offloaded pictures take no local space: retention's limits are about the disk.
+            let local = try Self.totals(database, where: "offloaded = 0")
+            self.storedCount = local.count
+            self.storedBytes = local.totalBytes
             self.thumbnailSizes = thumbnails.sizes
             self.storedThumbnailBytes = thumbnails.sizes.values.reduce(0) { $0 + $1.values.reduce(0, +) }
             // A file system statvfs cannot read is no reason to refuse to open: the first add
@@ -251,19 +253,17 @@ public actor MediaCatalog {
             // removed at the next open. The other order would leave a row without a file: a picture
             // that every listing shows and that fails when fetched.
             guard
-                let bytes = try database.fetchOne(
-                    sql: "SELECT bytes FROM media WHERE id = ?", arguments: [id],
-                    { try $0.decode(Int64.self, at: 0) })
+                let (bytes, offloaded) = try database.fetchOne(
+                    sql: "SELECT bytes, offloaded FROM media WHERE id = ?", arguments: [id],
+                    { (try $0.decode(Int64.self, at: 0), try $0.decode(Bool.self, at: 1)) })
             else { return false }
-            let statement = try database.cachedStatement(sql: "DELETE FROM media WHERE id = ?")
             // The row and its event in one transaction: no client hears of a delete that did not
             // happen, or misses one that did.
             let deleteRow = { () throws -> CatalogEvent? in
                 try self.database.inTransaction {
-                    try statement.execute(arguments: [id])
-                    guard self.database.changesCount > 0 else { return nil }
+                    guard let takenAt = try Self.deletePictureRow(self.database, id: id) else { return nil }
                     return try self.insertEvent(
-                        .pictureDeleted, data: pictureDeletedJSON(id: id, reason: .request))
+                        .pictureDeleted, data: pictureDeletedJSON(id: id, reason: .request, takenAt: takenAt))
                 }
             }
             var deleted: CatalogEvent?
@@ -278,8 +278,10 @@ public actor MediaCatalog {
                 deleted = try deleteRow()
             }
             guard let deleted else { return false }
-            storedCount -= 1
-            storedBytes -= bytes
+            if !offloaded {
+                storedCount -= 1
+                storedBytes -= bytes
+            }
             changeCounter += 1
             published([deleted])
         } catch {
@@ -409,7 +411,8 @@ public actor MediaCatalog {
 
     // MARK: - Queries
 
-    static let columns = "id, taken_at, width, height, bytes, sha256, source, job_id, keep, label"
+    static let columns =
+        "id, taken_at, width, height, bytes, sha256, source, job_id, keep, label, uploaded, offloaded"
 
     /// The SQL and arguments of `page`, reading at most `rows` rows.
     static func pageQuery(
@@ -500,7 +503,8 @@ public actor MediaCatalog {
         MediaRecord(
             id: try row.decode(at: 0), takenAt: try row.decode(at: 1), width: try row.decode(at: 2),
             height: try row.decode(at: 3), bytes: try row.decode(at: 4), sha256: try row.decode(at: 5),
-            source: try row.decode(at: 6), jobID: row[7], keep: try row.decode(at: 8), label: row[9])
+            source: try row.decode(at: 6), jobID: row[7], keep: try row.decode(at: 8), label: row[9],
+            uploaded: try row.decode(at: 10), offloaded: try row.decode(at: 11))
     }
 
     // MARK: - Opening
@@ -534,9 +538,11 @@ public actor MediaCatalog {
         return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
-    private static func totals(_ database: Database) throws -> CatalogStatistics {
+    private static func totals(_ database: Database, where condition: String = "1") throws
+        -> CatalogStatistics
+    {
         let statistics = try database.fetchOne(
-            sql: "SELECT count(*), coalesce(sum(bytes), 0), max(id) FROM media"
+            sql: "SELECT count(*), coalesce(sum(bytes), 0), max(id) FROM media WHERE \(condition)"
         ) { row in
             CatalogStatistics(
                 count: try row.decode(at: 0), totalBytes: try row.decode(at: 1), newestID: row[2])

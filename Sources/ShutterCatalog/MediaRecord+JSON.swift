@@ -1,6 +1,11 @@
 import ShutterSystem
 
 extension MediaRecord {
+    /// Where the picture lives: `["local"]`, `["local","s3"]` once uploaded, `["s3"]` once offloaded.
+    var storedJSON: String {
+        offloaded ? #"["s3"]"# : uploaded ? #"["local","s3"]"# : #"["local"]"#
+    }
+
     /// Where the JPEG is served.
     public var mediaURL: String { "/media/\(id).jpg" }
 
@@ -19,6 +24,7 @@ extension MediaRecord {
         object.field("keep", keep)
         object.field("label", label)
         object.field("url", mediaURL)
+        object.rawField("stored", storedJSON)
         return object.finished()
     }
 }

@@ -20,10 +20,15 @@ public struct MediaRecord: Codable, Equatable, Sendable {
     public var keep: Bool
     /// The label it was taken with (the snap's, or its job's), or nil for none.
     public var label: String?
+    /// Whether the S3 sink's store has acknowledged it.
+    public var uploaded: Bool
+    /// Whether its local file was freed because the store has it (`s3_mode` offload).
+    public var offloaded: Bool
 
     public init(
         id: Int64, takenAt: Int64, width: Int, height: Int, bytes: Int, sha256: String, source: String,
-        jobID: Int64? = nil, keep: Bool = false, label: String? = nil
+        jobID: Int64? = nil, keep: Bool = false, label: String? = nil, uploaded: Bool = false,
+        offloaded: Bool = false
     ) {
         self.id = id
         self.takenAt = takenAt
@@ -35,5 +40,7 @@ public struct MediaRecord: Codable, Equatable, Sendable {
         self.jobID = jobID
         self.keep = keep
         self.label = label
+        self.uploaded = uploaded
+        self.offloaded = offloaded
     }
 }

@@ -11,6 +11,9 @@ public struct RetentionPolicy: Sendable, Equatable {
     public var maxAgeMilliseconds: Int64?
     /// Pictures taken less than this long ago are never removed.
     public var minimumAgeMilliseconds: Int64
+    /// Offload (`s3_mode offload`): instead of removing pictures, free the local files of pictures
+    /// the S3 store has acknowledged, keeping their rows; pictures not uploaded stay.
+    public var offloadsUploaded = false
 
     public init(
         maxPictures: Int? = nil, maxBytes: Int64? = nil, maxAgeMilliseconds: Int64? = nil,

@@ -78,8 +78,10 @@ public enum ConfigurationLoader {
         do { bytes = try readFile(path) } catch {
             throw ConfigurationError("config file \(path): \(error)")
         }
-        let object: [String: JSONValue]
-        do { object = try JSONDecoder().decode([String: JSONValue].self, from: Data(bytes)) } catch {
+        let object: [String: ConfigurationFileValue]
+        do {
+            object = try JSONDecoder().decode([String: ConfigurationFileValue].self, from: Data(bytes))
+        } catch {
             throw ConfigurationError("config file \(path): not a JSON object (\(error))")
         }
         for (name, value) in object.sorted(by: { $0.key < $1.key }) {

@@ -69,6 +69,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var outboxMaxEvents = 100_000
     /// Events older than this many seconds leave the history (0: no age limit).
     public var outboxMaxAgeSeconds = 604_800
+    /// Webhooks and S3 (`webhooks`, `webhook_url`, `s3_*`, `outbox_timeout_ms`).
+    public var httpSinks = HTTPSinkSettings()
     /// The token file (`SCOPE TOKEN` lines); empty: none, unless systemd passed credentials.
     public var authTokensPath = ""
     /// What a request without credentials may do; nil: `admin` on loopback without tokens,
@@ -163,7 +165,7 @@ extension ConfigurationKey {
     }
 
     /// Every key, in the order `--help` lists them.
-    public static let all: [ConfigurationKey] = coreKeys + accessKeys + overlayKeys + mqttKeys
+    public static let all: [ConfigurationKey] = coreKeys + accessKeys + overlayKeys + mqttKeys + httpSinkKeys
 
     /// The keys of the daemon's core: listening, the camera, storage, HTTP limits, jobs.
     static let coreKeys: [ConfigurationKey] = [

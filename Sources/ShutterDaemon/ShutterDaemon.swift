@@ -24,7 +24,7 @@ public final class ShutterDaemon {
     let configuration: ShutterConfiguration
     private let signalDescriptor: Int32
     /// The process's environment: systemd's `$NOTIFY_SOCKET` and `$WATCHDOG_USEC` are read here.
-    private let environment: [String: String]
+    let environment: [String: String]
     let logger: Logger
 
     /// `signalDescriptor` comes from `TerminationSignals.blockAndOpenDescriptor()`, called first in `main`.
@@ -127,7 +127,7 @@ public final class ShutterDaemon {
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
                 cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil,
-                httpMetrics: httpMetrics, outbox: outbox),
+                httpMetrics: httpMetrics, outbox: outbox, remoteMediaURL: try remoteMediaURL(clock: clock)),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.listeners = configuration.listenAddresses
@@ -195,6 +195,7 @@ public final class ShutterDaemon {
             sinks.append(mqtt)
             stopInReverse.append { mqtt.stop() }
         }
+        sinks += try makeHTTPSinks(catalog: catalog, stopInReverse: &stopInReverse)
         return sinks
     }
 
@@ -403,7 +404,7 @@ private func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async thr
     return try result!.get()
 }
 
-private func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
+func blockingAwait(_ body: @escaping @Sendable () async -> Void) {
     _ = try? blockingAwait { () async throws -> Bool in
         await body()
         return true

@@ -10,7 +10,7 @@ import Testing
             #expect(try database.userVersion() == 0)
             try CatalogSchema.migrate(database)
             #expect(try database.userVersion() == CatalogSchema.latestVersion)
-            #expect(CatalogSchema.latestVersion == 6)
+            #expect(CatalogSchema.latestVersion == 7)
             try CatalogSchema.migrate(database)
             let columns = try database.fetchAll(
                 sql: "SELECT name, \"notnull\" FROM pragma_table_info('media')"
@@ -21,7 +21,7 @@ import Testing
                 columns == [
                     "id:0", "taken_at:1", "width:1", "height:1", "bytes:1", "sha256:1", "source:1",
                     "job_id:0",
-                    "keep:1", "label:0",
+                    "keep:1", "label:0", "uploaded:1", "offloaded:1",
                 ])
         }
     }

@@ -27,7 +27,9 @@ import Testing
             #expect(events.map(\.id) == [1, 2, 3])
             #expect(events[0].data == first.json)
             #expect(events[1].data.contains(#""keep":true"#))
-            #expect(events[2].data == #"{"id":1,"reason":"request"}"#)
+            // taken_at names the picture's S3 object after its row is gone.
+            let takenAt = Timestamp.iso8601(millisecondsSince1970: first.takenAt)
+            #expect(events[2].data == #"{"id":1,"reason":"request","taken_at":"\#(takenAt)"}"#)
             #expect(await catalog.latestEventID() == 3)
         }
     }
@@ -46,7 +48,12 @@ import Testing
             try await catalog.add(seed: 3)
             #expect(received.withLock { $0 } == [[1], [2], [3], [4, 5, 6]])
             let deleted = try await catalog.events(after: 3, limit: 10).events
-            #expect(deleted.map(\.data) == (1...3).map { #"{"id":\#($0),"reason":"retention"}"# })
+            #expect(
+                deleted.map(\.data)
+                    == (1...3).map {
+                        let takenAt = Timestamp.iso8601(millisecondsSince1970: 1_700_000_000_000 + Int64($0))
+                        return #"{"id":\#($0),"reason":"retention","taken_at":"\#(takenAt)"}"#
+                    })
             subscription.cancel()
             try await catalog.add(seed: 4)
             #expect(received.withLock { $0.count } == 4)
@@ -203,7 +210,8 @@ import Testing
             let reopened = try MediaCatalog.open(directory)
             let last = try await reopened.events(after: 3, limit: 10).events
             #expect(last.map(\.type) == [.pictureDeleted])
-            #expect(last.first?.data == #"{"id":2,"reason":"missing_file"}"#)
+            let takenAt = Timestamp.iso8601(millisecondsSince1970: 1_700_000_000_002)
+            #expect(last.first?.data == #"{"id":2,"reason":"missing_file","taken_at":"\#(takenAt)"}"#)
         }
     }
 
@@ -231,7 +239,11 @@ import Testing
             }
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
-                try database.execute(sql: "DROP TABLE events; DROP TABLE sink_cursors")
+                try database.execute(
+                    sql: """
+                        DROP TABLE events; DROP TABLE sink_cursors;
+                        ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded;
+                        """)
                 try database.setUserVersion(4)
             }
             let catalog = try MediaCatalog.open(directory)

@@ -96,7 +96,8 @@ import Testing
                 let database = try Database(path: "\(directory)/catalog.sqlite")
                 try database.execute(
                     sql:
-                        "DROP INDEX media_taken_at; DROP INDEX media_kept; DROP TABLE events; DROP TABLE sink_cursors"
+                        "DROP INDEX media_taken_at; DROP INDEX media_kept; DROP TABLE events; DROP TABLE sink_cursors; "
+                        + "ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded"
                 )
                 try database.setUserVersion(4)
             }

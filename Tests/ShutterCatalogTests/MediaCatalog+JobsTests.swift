@@ -59,6 +59,7 @@ import Testing
                 try database.execute(
                     sql: """
                         DROP TABLE events; DROP TABLE sink_cursors;
+                        ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded;
                         DROP TABLE jobs; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label
                         """)
                 try database.setUserVersion(1)
@@ -90,6 +91,7 @@ import Testing
                 try database.execute(
                     sql: """
                         DROP TABLE events; DROP TABLE sink_cursors;
+                        ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded;
                         ALTER TABLE jobs DROP COLUMN last_failure_kind;
                         DROP INDEX media_label;
                         ALTER TABLE media DROP COLUMN label;
@@ -118,8 +120,11 @@ import Testing
             do {
                 let database = try Database(path: "\(directory)/catalog.sqlite")
                 try database.execute(
-                    sql:
-                        "DROP TABLE events; DROP TABLE sink_cursors; DROP INDEX media_label; ALTER TABLE media DROP COLUMN label"
+                    sql: """
+                        DROP TABLE events; DROP TABLE sink_cursors; DROP INDEX media_label;
+                        ALTER TABLE media DROP COLUMN label;
+                        ALTER TABLE media DROP COLUMN uploaded; ALTER TABLE media DROP COLUMN offloaded;
+                        """
                 )
                 try database.setUserVersion(3)
             }

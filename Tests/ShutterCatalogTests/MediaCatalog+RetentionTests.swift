@@ -192,10 +192,12 @@ import Testing
     @Test func oldestFirstQueryWalksTheUnkeptIndexWithoutSorting() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)
-            let plan = try await catalog.queryPlan(
-                MediaCatalog.oldestSQL, arguments: [Int64(0), Int64(1), Int64(10)])
-            #expect(plan.contains("USING INDEX media_unkept"), "\(plan)")
-            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+            for offload in [false, true] {
+                let plan = try await catalog.queryPlan(
+                    MediaCatalog.oldestSQL(offload: offload), arguments: [Int64(0), Int64(1), Int64(10)])
+                #expect(plan.contains("USING INDEX media_unkept"), "\(plan)")
+                #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+            }
         }
     }
 
@@ -213,8 +215,11 @@ import Testing
     @Test func ageQueryUsesTheRetentionIndex() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)
-            let plan = try await catalog.queryPlan(MediaCatalog.expiredSQL, arguments: [Int64(1), Int64(1)])
-            #expect(plan.contains("USING INDEX media_retention"), "\(plan)")
+            for offload in [false, true] {
+                let plan = try await catalog.queryPlan(
+                    MediaCatalog.expiredSQL(offload: offload), arguments: [Int64(1), Int64(1)])
+                #expect(plan.contains("USING INDEX media_retention"), "\(plan)")
+            }
         }
     }
 }
