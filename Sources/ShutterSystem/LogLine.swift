@@ -84,17 +84,31 @@ public enum LogLine {
     /// writes them (`\n`, `\u001b`): values come from clients too (a decoded path, a `Host`),
     /// and a raw newline would let one write a line of its own that reads as the daemon's.
     public static func appendField(to bytes: inout [UInt8], style: LogStyle, key: String, value: String) {
+        appendKey(to: &bytes, style: style, key: key)
+        appendValue(to: &bytes, style: style, value: value)
+    }
+
+    /// Appends what comes before a field's value: ` key=`, or `,"key":`. A writer of many lines
+    /// with the same keys (the access log) makes these bytes once.
+    public static func appendKey(to bytes: inout [UInt8], style: LogStyle, key: String) {
         if style.format == .json {
             bytes.append(UInt8(ascii: ","))
             appendJSONString(to: &bytes, key)
             bytes.append(UInt8(ascii: ":"))
-            appendJSONString(to: &bytes, value)
             return
         }
         bytes.append(UInt8(ascii: " "))
         bytes += key.utf8
         bytes.append(UInt8(ascii: "="))
+    }
+
+    /// Appends a field's value after its key, quoted and escaped as `appendField` says.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, value: String) {
         let utf8 = value.utf8
+        if style.format == .json {
+            appendJSONString(to: &bytes, value)
+            return
+        }
         let needsQuotes =
             utf8.isEmpty
             || utf8.contains {
@@ -106,6 +120,46 @@ public enum LogLine {
             return
         }
         appendJSONString(to: &bytes, value)
+    }
+
+    /// Appends `value` in decimal as a field's value, the same bytes as `appendValue` of
+    /// `String(value)`, without making the string: digits need no quotes in text, and JSON
+    /// values are strings.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, integer value: Int) {
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(to: &bytes, value.magnitude, minimumCount: 1)
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+    }
+
+    /// Appends `value` thousandths with three decimal places as a field's value (`1234` is
+    /// `1.234`), the same bytes as `appendValue` of `Timestamp.thousandths(value)`.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, thousandths value: UInt64) {
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+        appendDigits(to: &bytes, UInt(value / 1000), minimumCount: 1)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(to: &bytes, UInt(value % 1000), minimumCount: 3)
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+    }
+
+    /// Appends `value`'s decimal digits, zero-padded on the left to `minimumCount`.
+    private static func appendDigits(to bytes: inout [UInt8], _ value: UInt, minimumCount: Int) {
+        // 20 digits hold any UInt64; filled from the right.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var remaining = value
+            var start = scratch.count
+            repeat {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0
+            while scratch.count - start < minimumCount {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0")
+            }
+            bytes.append(contentsOf: scratch[start...])
+        }
     }
 
     /// Ends the line (without its newline).
