@@ -33,6 +33,8 @@ final class AccessLog {
     static let batchBytes = 32 * 1024
 
     private let logger: Logger
+    /// Whether the logger writes `info` lines; its level is fixed, and the check is not free.
+    private let enabled: Bool
     private let clock: any Clock
     private let style: LogStyle
     /// What precedes the time: the priority, the JSON object's opening.
@@ -46,6 +48,7 @@ final class AccessLog {
     init(logger: Logger, clock: any Clock) {
         self.logger = logger
         self.clock = clock
+        enabled = logger.isEnabled(.info)
         style = logger.style
         var start: [UInt8] = []
         LogLine.appendStart(to: &start, style: style, level: .info)
@@ -95,28 +98,33 @@ final class AccessLog {
         requestID: String, method: HTTPMethod, target: String, status: Int, bytes: Int,
         startedAt: MonotonicInstant
     ) {
-        guard logger.isEnabled(.info) else { return }
+        guard enabled else { return }
         let elapsed = clock.monotonicNow().nanoseconds(since: startedAt)
-        buffer += lineStart
-        timestamps.append(millisecondsSince1970: clock.wallMillisecondsNow(), to: &buffer)
+        // Built in a local array taken from the buffer and put back: appends to a class's
+        // property each pay a dynamic exclusivity check, which perf showed as a tenth of a line.
+        var lines = buffer
+        buffer = []
+        lines += lineStart
+        timestamps.append(millisecondsSince1970: clock.wallMillisecondsNow(), to: &lines)
         for segment in segments {
             switch segment {
             case .constant(let bytes):
-                buffer += bytes
+                lines += bytes
             case .value(.bytes):
-                LogLine.appendValue(to: &buffer, style: style, integer: bytes)
+                LogLine.appendValue(to: &lines, style: style, integer: bytes)
             case .value(.durationMilliseconds):
-                LogLine.appendValue(to: &buffer, style: style, thousandths: elapsed / 1000)
+                LogLine.appendValue(to: &lines, style: style, thousandths: elapsed / 1000)
             case .value(.method):
-                LogLine.appendValue(to: &buffer, style: style, value: method.rawValue)
+                LogLine.appendValue(to: &lines, style: style, value: method.rawValue)
             case .value(.requestID):
-                LogLine.appendValue(to: &buffer, style: style, value: requestID)
+                LogLine.appendValue(to: &lines, style: style, value: requestID)
             case .value(.status):
-                LogLine.appendValue(to: &buffer, style: style, integer: status)
+                LogLine.appendValue(to: &lines, style: style, integer: status)
             case .value(.target):
-                LogLine.appendValue(to: &buffer, style: style, value: target)
+                LogLine.appendValue(to: &lines, style: style, value: target)
             }
         }
+        buffer = lines
         if buffer.count >= Self.batchBytes { flush() }
     }
 
