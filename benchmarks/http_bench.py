@@ -16,7 +16,8 @@ would) beside nginx writing its default access log to a file, and the tuned pair
 either side). Each round runs wrk on every server in turn, A B A B, and reads each server's CPU
 time from /proc over exactly its wrk run; the servers of the other pair are stopped (SIGSTOP)
 meanwhile, so an idle shutterd's camera takes nothing from the pair being measured. Prints the
-ratio per round and overall, and the load average.
+ratio of requests per second per round and overall, the CPU per request of each side (for
+shutterd also without its camera thread: "serving"), and the load average.
 Needs: wrk, nginx-light (Debian); builds nothing itself (run `swift build -c release` first).
 """
 
@@ -322,6 +323,23 @@ def process_tree_cpu_seconds(pid):
     return total + sum(cpu_seconds(child) for child in children)
 
 
+def threads_cpu_seconds(pid, names):
+    """CPU time of `pid`'s threads called one of `names` (shutterd's camera thread, whose 30
+    frames a second cost the same whatever the request rate, so they would weigh most per request
+    in the slowest rounds)."""
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        if text[text.index("(") + 1:text.rindex(")")] in names:
+            fields = text.rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def wrk_counted(url, connections, duration):
     """wrk's figures plus the requests it completed, which CPU time is divided by."""
     out = subprocess.run(
@@ -339,6 +357,10 @@ def wrk_counted(url, connections, duration):
 def count_lines(path):
     with open(path, "rb") as f:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+# shutterd's camera thread (`OSThread.spawn(name:)` in ShutterCapture).
+CAMERA_THREADS = {"shutter-capture"}
 
 
 def media_rounds(binary, duration, rounds, stderr_mode):
@@ -384,10 +406,14 @@ def media_rounds(binary, duration, rounds, stderr_mode):
                     measured = {}
                     for name in members:
                         server = servers[name]
-                        before = process_tree_cpu_seconds(server["process"].pid)
+                        pid = server["process"].pid
+                        before = process_tree_cpu_seconds(pid), threads_cpu_seconds(pid, CAMERA_THREADS)
                         result = wrk_counted(server["url"], 64, duration)
-                        spent = process_tree_cpu_seconds(server["process"].pid) - before
-                        result["cpu_us_per_request"] = round(spent / max(result["requests"], 1) * 1e6, 1)
+                        spent = process_tree_cpu_seconds(pid) - before[0]
+                        camera = threads_cpu_seconds(pid, CAMERA_THREADS) - before[1]
+                        requests = max(result["requests"], 1)
+                        result["cpu_us_per_request"] = round(spent / requests * 1e6, 1)
+                        result["serving_cpu_us_per_request"] = round((spent - camera) / requests * 1e6, 1)
                         measured[name] = result
                 finally:
                     for other in others:
@@ -396,6 +422,8 @@ def media_rounds(binary, duration, rounds, stderr_mode):
                 per_round[pair].append({
                     "ratio": round(ours["rps"] / theirs["rps"], 3),
                     "cpu_ratio": round(theirs["cpu_us_per_request"] / ours["cpu_us_per_request"], 3),
+                    "serving_cpu_ratio": round(
+                        theirs["serving_cpu_us_per_request"] / ours["serving_cpu_us_per_request"], 3),
                     members[0]: ours, members[1]: theirs})
         load_after = os.getloadavg()
         summary = {}
@@ -409,10 +437,14 @@ def media_rounds(binary, duration, rounds, stderr_mode):
                 "median_ratio": round(statistics.median(row["ratio"] for row in rows), 3),
                 "cpu_ratios": [row["cpu_ratio"] for row in rows],
                 "median_cpu_ratio": round(statistics.median(row["cpu_ratio"] for row in rows), 3),
+                "serving_cpu_ratios": [row["serving_cpu_ratio"] for row in rows],
+                "median_serving_cpu_ratio": round(statistics.median(row["serving_cpu_ratio"] for row in rows), 3),
                 f"{members[0]}_rps": [row[members[0]]["rps"] for row in rows],
                 f"{members[1]}_rps": [row[members[1]]["rps"] for row in rows],
                 f"{members[0]}_cpu_us_per_request": [row[members[0]]["cpu_us_per_request"] for row in rows],
                 f"{members[1]}_cpu_us_per_request": [row[members[1]]["cpu_us_per_request"] for row in rows],
+                f"{members[0]}_serving_cpu_us_per_request":
+                    [row[members[0]]["serving_cpu_us_per_request"] for row in rows],
             }
         for name in servers:
             servers[name]["process"].send_signal(signal.SIGTERM if name.startswith("shutterd") else signal.SIGQUIT)
