@@ -104,22 +104,33 @@ public enum LogLine {
 
     /// Appends a field's value after its key, quoted and escaped as `appendField` says.
     public static func appendValue(to bytes: inout [UInt8], style: LogStyle, value: String) {
-        let utf8 = value.utf8
         if style.format == .json {
             appendJSONString(to: &bytes, value)
             return
         }
-        let needsQuotes =
-            utf8.isEmpty
-            || utf8.contains {
-                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 < 0x20
-                    || $0 == 0x7F
+        // A native string's bytes are scanned and copied in place (the access log writes a
+        // target per request); a bridged one goes through its UTF-8 view.
+        let written =
+            value.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+                guard !utf8.isEmpty, !utf8.contains(where: needsQuotes) else { return false }
+                bytes.append(contentsOf: utf8)
+                return true
             }
-        guard needsQuotes else {
-            bytes += utf8
-            return
-        }
-        appendJSONString(to: &bytes, value)
+            ?? {
+                let utf8 = value.utf8
+                guard !utf8.isEmpty, !utf8.contains(where: needsQuotes) else { return false }
+                bytes += utf8
+                return true
+            }()
+        if !written { appendJSONString(to: &bytes, value) }
+    }
+
+    /// Whether a text value holding `byte` is quoted: a space, `"` or `=` would make it read as
+    /// more than one value, a control character as more than one line.
+    @inline(__always)
+    private static func needsQuotes(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "=") || byte < 0x20
+            || byte == 0x7F
     }
 
     /// Appends `value` in decimal as a field's value, the same bytes as `appendValue` of
