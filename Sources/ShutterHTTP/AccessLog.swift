@@ -5,7 +5,8 @@ import ShutterSystem
 /// Lines are built as bytes into one buffer and handed to the logger's sink (the log writer
 /// thread) once the buffer holds `batchBytes`, or on the loop's next tick (`flush`), so the
 /// loop takes the sink's lock and wakes the writer a few times a second at most rather than once
-/// a turn: at 15,000 requests a second that was most of the log's cost (`benchmarks/README.md`).
+/// a turn: under wrk that was half of the log's cost, the writer's wake-ups and small writes
+/// included (`benchmarks/README.md`).
 /// A line therefore reaches stderr at most a tick (250 ms) after its request was answered.
 ///
 /// Everything in a line but the time and the request's own values (the level, label, message,
