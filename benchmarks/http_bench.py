@@ -8,6 +8,16 @@
    Server-Timing breakdown (wait for a fresh frame, encode, store) and the HTTP rest.
 
 Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd]
+
+`--only media-rounds [--rounds 6]` measures media the steady way (issue 12): four servers run at
+once on the same picture, shutterd as installed (the access log on, stderr appended to a file
+as `StandardError=append:` would; `--shutterd-stderr pipe` drains a pipe instead, as journald
+would) beside nginx writing its default access log to a file, and the tuned pair (no log on
+either side). Each round runs wrk on every server in turn, A B A B, and reads each server's CPU
+time from /proc over exactly its wrk run; the servers of the other pair are stopped (SIGSTOP)
+meanwhile, so an idle shutterd's camera takes nothing from the pair being measured. Prints the
+ratio of requests per second per round and overall, the CPU per request of each side (for
+shutterd also without its camera thread: "serving"), and the load average.
 Needs: wrk, nginx-light (Debian); builds nothing itself (run `swift build -c release` first).
 """
 
@@ -18,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -274,13 +285,198 @@ def fsync_cost(data_root=None, count=200):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_daemon_logging_to(binary, data_dir, args, stderr_mode, log_path, defaults):
+    """shutterd with its stderr as a service manager gives it: appended to `log_path`
+    (`StandardError=append:`), or a pipe drained here as journald would (`pipe`)."""
+    if stderr_mode == "pipe":
+        return start_daemon(binary, data_dir, args, defaults=defaults)
+    tuning = [] if defaults else ["--access-log", "false"]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir, *tuning, *args],
+            stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with open(log_path, "rb") as log:
+            match = re.search(rb"listening .*address=[^ ]*:(\d+)", log.read())
+        if match:
+            return process, int(match.group(1))
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit("shutterd did not start")
+
+
+def process_tree_cpu_seconds(pid):
+    """CPU time of `pid` and its children (nginx's master and worker)."""
+    total = cpu_seconds(pid)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(child) for child in f.read().split()]
+    except FileNotFoundError:
+        children = []
+    return total + sum(cpu_seconds(child) for child in children)
+
+
+def threads_cpu_seconds(pid, names):
+    """CPU time of `pid`'s threads called one of `names` (shutterd's camera thread, whose 30
+    frames a second cost the same whatever the request rate, so they would weigh most per request
+    in the slowest rounds)."""
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        if text[text.index("(") + 1:text.rindex(")")] in names:
+            fields = text.rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def wrk_counted(url, connections, duration):
+    """wrk's figures plus the requests it completed, which CPU time is divided by."""
+    out = subprocess.run(
+        ["wrk", "-t", "2", "-c", str(connections), "-d", f"{duration}s", "--latency", url],
+        capture_output=True, text=True, check=True).stdout
+    result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+              "requests": int(re.search(r"(\d+) requests in", out).group(1))}
+    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
+    result["p50"], result["p99"] = latency.get("50"), latency.get("99")
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    result["non2xx"] = int(errors.group(1)) if errors else 0
+    return result
+
+
+def count_lines(path):
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+# shutterd's camera thread (`OSThread.spawn(name:)` in ShutterCapture).
+CAMERA_THREADS = {"shutter-capture"}
+
+
+def media_rounds(binary, duration, rounds, stderr_mode):
+    """Issue 12's comparison, alternated within one run (see the module's docstring)."""
+    work = tempfile.mkdtemp(prefix="shutter-bench-rounds-")
+    picture_args = ["--size", "1920x1080", "--quality", "75"]
+    servers = {}
+    try:
+        for name, defaults in (("shutterd_default", True), ("shutterd_tuned", False)):
+            process, port = start_daemon_logging_to(
+                binary, os.path.join(work, name), picture_args, stderr_mode,
+                os.path.join(work, f"{name}.stderr"), defaults)
+            record, _ = post_snap(port)
+            servers[name] = {"process": process, "url": f"http://127.0.0.1:{port}/media/{record['id']}.jpg",
+                             "bytes": record["bytes"]}
+        www = os.path.join(work, "www")
+        os.makedirs(www)
+        picture_id = servers["shutterd_default"]["url"].rsplit("/", 1)[1]
+        shutil.copy(os.path.join(work, "shutterd_default", "media", picture_id), os.path.join(www, "picture.jpg"))
+        for name, access_log in (("nginx_access_log", f"{work}/nginx-access.log"), ("nginx_no_log", "off")):
+            prefix = os.path.join(work, name)
+            os.makedirs(prefix)
+            port = free_port()
+            conf = os.path.join(prefix, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(nginx_conf(prefix, www, port, access_log))
+            process = subprocess.Popen(["nginx", "-c", conf, "-p", prefix],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            servers[name] = {"process": process, "url": f"http://127.0.0.1:{port}/picture.jpg"}
+        time.sleep(0.5)
+        pairs = {"both_logging": ("shutterd_default", "nginx_access_log"),
+                 "tuned": ("shutterd_tuned", "nginx_no_log")}
+        for name, server in servers.items():
+            wrk(server["url"], 64, 2)  # warm up every server once
+        load_before = os.getloadavg()
+        per_round = {pair: [] for pair in pairs}
+        for _ in range(rounds):
+            for pair, members in pairs.items():
+                others = [s for n, s in servers.items() if n not in members]
+                for other in others:
+                    os.kill(other["process"].pid, signal.SIGSTOP)
+                try:
+                    measured = {}
+                    for name in members:
+                        server = servers[name]
+                        pid = server["process"].pid
+                        before = process_tree_cpu_seconds(pid), threads_cpu_seconds(pid, CAMERA_THREADS)
+                        result = wrk_counted(server["url"], 64, duration)
+                        spent = process_tree_cpu_seconds(pid) - before[0]
+                        camera = threads_cpu_seconds(pid, CAMERA_THREADS) - before[1]
+                        requests = max(result["requests"], 1)
+                        result["cpu_us_per_request"] = round(spent / requests * 1e6, 1)
+                        result["serving_cpu_us_per_request"] = round((spent - camera) / requests * 1e6, 1)
+                        measured[name] = result
+                finally:
+                    for other in others:
+                        os.kill(other["process"].pid, signal.SIGCONT)
+                ours, theirs = (measured[name] for name in members)
+                per_round[pair].append({
+                    "ratio": round(ours["rps"] / theirs["rps"], 3),
+                    "cpu_ratio": round(theirs["cpu_us_per_request"] / ours["cpu_us_per_request"], 3),
+                    "serving_cpu_ratio": round(
+                        theirs["serving_cpu_us_per_request"] / ours["serving_cpu_us_per_request"], 3),
+                    members[0]: ours, members[1]: theirs})
+        load_after = os.getloadavg()
+        summary = {}
+        for pair, members in pairs.items():
+            rows = per_round[pair]
+            ours_requests = sum(row[members[0]]["requests"] for row in rows)
+            theirs_requests = sum(row[members[1]]["requests"] for row in rows)
+            summary[pair] = {
+                "ratios": [row["ratio"] for row in rows],
+                "overall_ratio": round(ours_requests / theirs_requests, 3),
+                "median_ratio": round(statistics.median(row["ratio"] for row in rows), 3),
+                "cpu_ratios": [row["cpu_ratio"] for row in rows],
+                "median_cpu_ratio": round(statistics.median(row["cpu_ratio"] for row in rows), 3),
+                "serving_cpu_ratios": [row["serving_cpu_ratio"] for row in rows],
+                "median_serving_cpu_ratio": round(statistics.median(row["serving_cpu_ratio"] for row in rows), 3),
+                f"{members[0]}_rps": [row[members[0]]["rps"] for row in rows],
+                f"{members[1]}_rps": [row[members[1]]["rps"] for row in rows],
+                f"{members[0]}_cpu_us_per_request": [row[members[0]]["cpu_us_per_request"] for row in rows],
+                f"{members[1]}_cpu_us_per_request": [row[members[1]]["cpu_us_per_request"] for row in rows],
+                f"{members[0]}_serving_cpu_us_per_request":
+                    [row[members[0]]["serving_cpu_us_per_request"] for row in rows],
+            }
+        for name in servers:
+            servers[name]["process"].send_signal(signal.SIGTERM if name.startswith("shutterd") else signal.SIGQUIT)
+        for server in servers.values():
+            server["process"].wait(30)
+        logged = {"nginx_access_log_lines": count_lines(f"{work}/nginx-access.log")}
+        if stderr_mode == "file":
+            logged["shutterd_default_stderr_lines"] = count_lines(os.path.join(work, "shutterd_default.stderr"))
+        return {"rounds": rounds, "seconds_per_run": duration, "connections": 64,
+                "bytes": servers["shutterd_default"]["bytes"], "shutterd_stderr": stderr_mode,
+                "load_average_before": [round(x, 2) for x in load_before],
+                "load_average_after": [round(x, 2) for x in load_after],
+                "summary": summary, "logged": logged, "per_round": per_round}
+    finally:
+        for server in servers.values():
+            if server["process"].poll() is None:
+                server["process"].kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/shutterd"))
-    parser.add_argument("--only", choices=["media", "library", "snap"])
+    parser.add_argument("--only", choices=["media", "library", "snap", "media-rounds"])
+    parser.add_argument("--rounds", type=int, default=6, help="media-rounds: rounds of A B A B")
+    parser.add_argument("--shutterd-stderr", choices=["file", "pipe"], default="file",
+                        help="media-rounds: shutterd's stderr appended to a file, or a pipe drained here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}}
+    if args.only == "media-rounds":
+        results["media_rounds"] = media_rounds(args.binary, args.duration, args.rounds, args.shutterd_stderr)
     if args.only in (None, "media"):
         results["media_vs_nginx"] = media_vs_nginx(args.binary, args.duration)
     if args.only in (None, "library"):

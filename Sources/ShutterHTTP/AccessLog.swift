@@ -2,17 +2,22 @@ import ShutterSystem
 
 /// The access log: one line per answered request, in the logger's format, written in batches.
 ///
-/// Lines are built as bytes into one buffer and leave in one `write` when the event loop has
-/// handled its events (`flush`), or when the buffer is full. Building each line through the
-/// logger (a dictionary, a sort, string interpolation) and writing it alone cost a fifth of the
-/// media throughput with the log on, which is the default (`benchmarks/README.md`).
+/// Lines are built as bytes into one buffer and handed to the logger's sink (the log writer
+/// thread) once the buffer holds `batchBytes`, or on the loop's next tick (`flush`), so the
+/// loop takes the sink's lock and wakes the writer a few times a second at most rather than once
+/// a turn: under wrk that was half of the log's cost, the writer's wake-ups and small writes
+/// included (`benchmarks/README.md`).
+/// A line therefore reaches stderr at most a tick (250 ms) after its request was answered.
+///
+/// Everything in a line but the time and the request's own values (the level, label, message,
+/// the logger's metadata, every key) is the same in every line, so it is made into bytes once.
 ///
 /// Owned by the server's loop thread.
 final class AccessLog {
-    /// A field of the line: the logger's own metadata, or one of the request's.
-    private enum Field {
-        case fixed(key: String, value: String)
-        case request(RequestField)
+    /// A piece of the line after its time: bytes the same in every line, or a request's value.
+    private enum Segment {
+        case constant([UInt8])
+        case value(RequestField)
     }
 
     /// The request's fields, named as in the line.
@@ -24,33 +29,69 @@ final class AccessLog {
         case status, target
     }
 
-    /// A batch larger than this is written at once rather than at the end of the loop's turn.
-    static let flushThreshold = 64 * 1024
+    /// A batch this large is handed to the sink at once rather than on the next tick: about 200
+    /// lines, a few times a second at the highest rates, and still one `write` for the writer.
+    static let batchBytes = 32 * 1024
 
     private let logger: Logger
+    /// Whether the logger writes `info` lines; its level is fixed, and the check is not free.
+    private let enabled: Bool
     private let clock: any Clock
-    /// Every field in key order, as `Logger` sorts them (a request field wins over metadata of
-    /// the same name, as an event's metadata does).
-    private let fields: [Field]
+    private let style: LogStyle
+    /// What precedes the time: the priority, the JSON object's opening.
+    private let lineStart: [UInt8]
+    /// What follows the time, the head and then every field in key order, as `Logger` sorts them
+    /// (a request field wins over metadata of the same name, as an event's metadata does).
+    private let segments: [Segment]
     private var buffer: [UInt8] = []
     private var timestamps = LogTimestampCache()
 
     init(logger: Logger, clock: any Clock) {
         self.logger = logger
         self.clock = clock
+        enabled = logger.isEnabled(.info)
+        style = logger.style
+        var start: [UInt8] = []
+        LogLine.appendStart(to: &start, style: style, level: .info)
+        lineStart = start
+        segments = Self.segments(logger: logger, style: style)
+        buffer.reserveCapacity(Self.batchBytes + 4096)
+    }
+
+    private static func segments(logger: Logger, style: LogStyle) -> [Segment] {
+        enum Field {
+            case fixed(key: String, value: String)
+            case request(RequestField)
+            var key: String {
+                switch self {
+                case .fixed(let key, _): key
+                case .request(let field): field.rawValue
+                }
+            }
+        }
         let requestKeys = Set(RequestField.allCases.map(\.rawValue))
         let fixed = logger.metadata.filter { !requestKeys.contains($0.key) }.map {
             Field.fixed(key: $0.key, value: $0.value)
         }
-        fields = (fixed + RequestField.allCases.map(Field.request)).sorted { Self.key($0) < Self.key($1) }
-        buffer.reserveCapacity(Self.flushThreshold + 1024)
-    }
-
-    private static func key(_ field: Field) -> String {
-        switch field {
-        case .fixed(let key, _): key
-        case .request(let field): field.rawValue
+        let fields = (fixed + RequestField.allCases.map(Field.request)).sorted { $0.key < $1.key }
+        var segments: [Segment] = []
+        var constant: [UInt8] = []
+        LogLine.appendHead(to: &constant, style: style, level: .info, label: logger.label, message: "request")
+        for field in fields {
+            LogLine.appendKey(to: &constant, style: style, key: field.key)
+            switch field {
+            case .fixed(_, let value):
+                LogLine.appendValue(to: &constant, style: style, value: value)
+            case .request(let requestField):
+                segments.append(.constant(constant))
+                segments.append(.value(requestField))
+                constant = []
+            }
         }
+        LogLine.appendEnd(to: &constant, style: style)
+        constant.append(UInt8(ascii: "\n"))
+        segments.append(.constant(constant))
+        return segments
     }
 
     /// Adds the line for a request answered now.
@@ -58,38 +99,38 @@ final class AccessLog {
         requestID: String, method: HTTPMethod, target: String, status: Int, bytes: Int,
         startedAt: MonotonicInstant
     ) {
-        guard logger.isEnabled(.info) else { return }
+        guard enabled else { return }
         let elapsed = clock.monotonicNow().nanoseconds(since: startedAt)
-        let style = logger.style
-        LogLine.appendStart(to: &buffer, style: style, level: .info)
-        timestamps.append(millisecondsSince1970: clock.wallMillisecondsNow(), to: &buffer)
-        LogLine.appendHead(to: &buffer, style: style, level: .info, label: logger.label, message: "request")
-        for field in fields {
-            switch field {
-            case .fixed(let key, let value):
-                LogLine.appendField(to: &buffer, style: style, key: key, value: value)
-            case .request(.bytes):
-                LogLine.appendField(to: &buffer, style: style, key: "bytes", value: String(bytes))
-            case .request(.durationMilliseconds):
-                LogLine.appendField(
-                    to: &buffer, style: style, key: "duration_ms",
-                    value: Timestamp.thousandths(elapsed / 1000))
-            case .request(.method):
-                LogLine.appendField(to: &buffer, style: style, key: "method", value: method.rawValue)
-            case .request(.requestID):
-                LogLine.appendField(to: &buffer, style: style, key: "request_id", value: requestID)
-            case .request(.status):
-                LogLine.appendField(to: &buffer, style: style, key: "status", value: String(status))
-            case .request(.target):
-                LogLine.appendField(to: &buffer, style: style, key: "target", value: target)
+        // Built in a local array taken from the buffer and put back: appends to a class's
+        // property each pay a dynamic exclusivity check, which perf showed as a tenth of a line.
+        var lines = buffer
+        buffer = []
+        lines += lineStart
+        timestamps.append(millisecondsSince1970: clock.wallMillisecondsNow(), to: &lines)
+        for segment in segments {
+            switch segment {
+            case .constant(let bytes):
+                lines += bytes
+            case .value(.bytes):
+                LogLine.appendValue(to: &lines, style: style, integer: bytes)
+            case .value(.durationMilliseconds):
+                LogLine.appendValue(to: &lines, style: style, thousandths: elapsed / 1000)
+            case .value(.method):
+                LogLine.appendValue(to: &lines, style: style, value: method.rawValue)
+            case .value(.requestID):
+                LogLine.appendValue(to: &lines, style: style, value: requestID)
+            case .value(.status):
+                LogLine.appendValue(to: &lines, style: style, integer: status)
+            case .value(.target):
+                LogLine.appendValue(to: &lines, style: style, value: target)
             }
         }
-        LogLine.appendEnd(to: &buffer, style: style)
-        buffer.append(UInt8(ascii: "\n"))
-        if buffer.count >= Self.flushThreshold { flush() }
+        buffer = lines
+        if buffer.count >= Self.batchBytes { flush() }
     }
 
-    /// Writes the lines gathered so far.
+    /// Hands the lines gathered so far to the sink: on every tick of the loop, and when the
+    /// server has shut down.
     func flush() {
         guard !buffer.isEmpty else { return }
         logger.write(lines: buffer)

@@ -39,8 +39,8 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
     public var onTick: (() -> Void)?
     /// Also run on the loop thread on every tick, after `onTick`, in the order added.
     private var tickHandlers: [() -> Void] = []
-    /// Runs on the loop thread once the events of one wake-up are handled, before it waits again
-    /// (the access log writes its batch here).
+    /// Runs on the loop thread once the events of one wake-up are handled, before it waits again,
+    /// and once more when the loop stops.
     public var afterEvents: (() -> Void)?
 
     private struct Registration {

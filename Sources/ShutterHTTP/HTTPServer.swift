@@ -119,7 +119,6 @@ public final class HTTPServer: @unchecked Sendable {
         boundAddresses = listeners.map(\.name)
         boundPort = listeners.first { !$0.isUnix }?.port ?? 0
         loop.onTick = { [unowned self] in self.checkDeadlines() }
-        loop.afterEvents = { [unowned self] in self.accessLog.flush() }
     }
 
     /// Stops listening: each socket deregistered and closed, each unix socket file this server
@@ -334,12 +333,16 @@ public final class HTTPServer: @unchecked Sendable {
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in Array(connections.values) { connection.closeNow() }
         }
+        // The access log's lines wait a tick at most (see `AccessLog`).
+        accessLog.flush()
     }
 
     private func finishShutdownIfDone() {
         guard connections.isEmpty, let completion = shutdownCompletion else { return }
         shutdownCompletion = nil
         shutdownDeadline = nil
+        // Every request is answered: its lines go before the loop stops and the process exits.
+        accessLog.flush()
         completion()
     }
 

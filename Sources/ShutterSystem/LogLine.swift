@@ -84,28 +84,93 @@ public enum LogLine {
     /// writes them (`\n`, `\u001b`): values come from clients too (a decoded path, a `Host`),
     /// and a raw newline would let one write a line of its own that reads as the daemon's.
     public static func appendField(to bytes: inout [UInt8], style: LogStyle, key: String, value: String) {
+        appendKey(to: &bytes, style: style, key: key)
+        appendValue(to: &bytes, style: style, value: value)
+    }
+
+    /// Appends what comes before a field's value: ` key=`, or `,"key":`. A writer of many lines
+    /// with the same keys (the access log) makes these bytes once.
+    public static func appendKey(to bytes: inout [UInt8], style: LogStyle, key: String) {
         if style.format == .json {
             bytes.append(UInt8(ascii: ","))
             appendJSONString(to: &bytes, key)
             bytes.append(UInt8(ascii: ":"))
-            appendJSONString(to: &bytes, value)
             return
         }
         bytes.append(UInt8(ascii: " "))
         bytes += key.utf8
         bytes.append(UInt8(ascii: "="))
-        let utf8 = value.utf8
-        let needsQuotes =
-            utf8.isEmpty
-            || utf8.contains {
-                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 < 0x20
-                    || $0 == 0x7F
-            }
-        guard needsQuotes else {
-            bytes += utf8
+    }
+
+    /// Appends a field's value after its key, quoted and escaped as `appendField` says.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, value: String) {
+        if style.format == .json {
+            appendJSONString(to: &bytes, value)
             return
         }
-        appendJSONString(to: &bytes, value)
+        // A native string's bytes are scanned and copied in place (the access log writes a
+        // target per request); a bridged one goes through its UTF-8 view.
+        let written =
+            value.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+                guard !utf8.isEmpty, !utf8.contains(where: needsQuotes) else { return false }
+                bytes.append(contentsOf: utf8)
+                return true
+            }
+            ?? {
+                let utf8 = value.utf8
+                guard !utf8.isEmpty, !utf8.contains(where: needsQuotes) else { return false }
+                bytes += utf8
+                return true
+            }()
+        if !written { appendJSONString(to: &bytes, value) }
+    }
+
+    /// Whether a text value holding `byte` is quoted: a space, `"` or `=` would make it read as
+    /// more than one value, a control character as more than one line.
+    @inline(__always)
+    private static func needsQuotes(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "=") || byte < 0x20
+            || byte == 0x7F
+    }
+
+    /// Appends `value` in decimal as a field's value, the same bytes as `appendValue` of
+    /// `String(value)`, without making the string: digits need no quotes in text, and JSON
+    /// values are strings.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, integer value: Int) {
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(to: &bytes, value.magnitude, minimumCount: 1)
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+    }
+
+    /// Appends `value` thousandths with three decimal places as a field's value (`1234` is
+    /// `1.234`), the same bytes as `appendValue` of `Timestamp.thousandths(value)`.
+    public static func appendValue(to bytes: inout [UInt8], style: LogStyle, thousandths value: UInt64) {
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+        appendDigits(to: &bytes, UInt(value / 1000), minimumCount: 1)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(to: &bytes, UInt(value % 1000), minimumCount: 3)
+        if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
+    }
+
+    /// Appends `value`'s decimal digits, zero-padded on the left to `minimumCount`.
+    private static func appendDigits(to bytes: inout [UInt8], _ value: UInt, minimumCount: Int) {
+        // 20 digits hold any UInt64; filled from the right.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var remaining = value
+            var start = scratch.count
+            repeat {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0
+            while scratch.count - start < minimumCount {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0")
+            }
+            bytes.append(contentsOf: scratch[start...])
+        }
     }
 
     /// Ends the line (without its newline).

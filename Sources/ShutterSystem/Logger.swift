@@ -168,17 +168,20 @@ public final class StandardErrorSink: Logger.Sink, @unchecked Sendable {
     }
 
     public func write(lines: [UInt8]) {
-        let startWriter = state.withLock { state -> Bool in
+        let (startWriter, wakeWriter) = state.withLock { state -> (Bool, Bool) in
+            // The writer takes everything pending before it waits again, so only lines that
+            // find the queue empty need to wake it; the others save a lock and a futex call.
+            let wasEmpty = state.pending.isEmpty
             if state.pending.count + lines.count > capacity {
                 state.droppedLines += lines.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
             } else {
                 state.pending += lines
             }
             defer { state.writerStarted = true }
-            return !state.writerStarted
+            return (!state.writerStarted, wasEmpty)
         }
         if startWriter { start() }
-        wakeup.signal()
+        if wakeWriter { wakeup.signal() }
     }
 
     /// The style of the lines this sink writes itself (the count of dropped lines).

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ShutterHTTP
 
-/// The access log's lines are the logger's lines, written in one batch per turn of the loop.
+/// The access log's lines are the logger's lines, written in batches of 32 KiB or a tick's worth.
 @Suite struct AccessLogTests {
     private let clock = ManualClock(wallMillis: 1_796_013_600_123)
 
@@ -64,7 +64,7 @@ import Testing
         #expect(sink.writes == 1, "nothing left to write")
     }
 
-    @Test func aFullBufferIsWrittenWithoutWaitingForTheFlush() {
+    @Test func aFullBatchIsWrittenWithoutWaitingForTheFlush() {
         let sink = RecordingLogSink()
         let log = makeLog(sink)
         let longTarget = "/" + String(repeating: "x", count: 4000)
@@ -73,8 +73,55 @@ import Testing
                 requestID: String(id), method: .get, target: longTarget, status: 404, bytes: 80,
                 startedAt: clock.monotonicNow())
         }
-        #expect(sink.writes == 1, "64 KiB reached after 16 lines of 4 KiB")
+        // Lines of about 4.1 KB: 32 KiB is passed after the 8th and the 16th, not one line earlier.
+        #expect(AccessLog.batchBytes == 32 * 1024)
+        #expect(sink.writes == 2)
         #expect(sink.lines.count == 16)
+        log.flush()
+        #expect(sink.writes == 3 && sink.lines.count == 20)
+    }
+
+    /// The values written as digits without a string in between, and the bytes made once at the
+    /// start, give the logger's line in every style, byte for byte after the time.
+    @Test(arguments: [
+        LogStyle(), LogStyle(format: .json), LogStyle(format: .text, journalPriorities: true),
+        LogStyle(format: .json, journalPriorities: true),
+    ])
+    func everyStyleGivesTheLoggersLine(style: LogStyle) {
+        let fromAccessLog = RecordingLogSink()
+        let logger = Logger(label: "shutterd", sink: fromAccessLog, style: style).with("component", "http")
+            .with("zone", "a b")
+        let log = AccessLog(logger: logger, clock: clock)
+        let started = clock.monotonicNow()
+        clock.advance(by: 12_345_678_901)
+        log.record(
+            requestID: "r-1", method: .delete, target: "/library/7?x=\"q\"", status: 204, bytes: 0,
+            startedAt: started)
+        log.record(
+            requestID: "", method: .get, target: "/media/1.jpg", status: 200, bytes: 9_876_543_210,
+            startedAt: clock.monotonicNow())
+        log.flush()
+        let fromLogger = RecordingLogSink()
+        let reference = Logger(label: "shutterd", sink: fromLogger, style: style).with("component", "http")
+            .with("zone", "a b")
+        reference.info(
+            "request",
+            [
+                "request_id": "r-1", "method": "DELETE", "target": "/library/7?x=\"q\"", "status": "204",
+                "bytes": "0", "duration_ms": "12345.678",
+            ])
+        reference.info(
+            "request",
+            [
+                "request_id": "", "method": "GET", "target": "/media/1.jpg", "status": "200",
+                "bytes": "9876543210", "duration_ms": "0.000",
+            ])
+        // The time is the only difference: the logger reads it from the system clock.
+        let withoutTime: (String) -> String = {
+            $0.replacing(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/, with: "T")
+        }
+        #expect(fromAccessLog.lines.count == 2)
+        #expect(fromAccessLog.lines.map(withoutTime) == fromLogger.lines.map(withoutTime))
     }
 
     @Test func nothingIsBuiltWhenInfoIsOff() {

@@ -196,6 +196,37 @@ import Testing
         }
     }
 
+    /// Access lines are not handed to the log writer at every turn of the loop (that was most of
+    /// the log's cost at high rates) but on the tick, together; a shutdown writes what is left.
+    @Test func accessLinesLeaveTogetherOnTheTickAndAtShutdown() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .info) {
+                $0.logRequests = true
+            }
+            let socket = try TestSocket(port: running.port)
+            // Each answered before the next is sent: two turns of the loop at least.
+            for _ in 0..<2 {
+                try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                #expect(socket.readResponse()?.status == 200)
+            }
+            running.onLoop {}
+            let accessLines = {
+                sink.lines.filter { $0.contains(" request ") && $0.contains("target=/hello") }
+            }
+            #expect(accessLines().isEmpty, "waiting for the tick")
+            running.advance(byMilliseconds: 250)
+            #expect(accessLines().count == 2)
+            #expect(sink.writes == 1, "both lines in one batch")
+            try socket.send("GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            #expect(socket.readResponse()?.status == 200)
+            running.beginShutdown()
+            #expect(running.waitForShutdown())
+            #expect(accessLines().count == 3, "the last line written before the loop stops")
+            running.stop()
+        }
+    }
+
     @Test func postBodiesAndContinue() async throws {
         try await onDedicatedThread {
             let running = try RunningHTTPServer(router: Self.router())

@@ -42,6 +42,25 @@ import Testing
         #expect(text.contains(#"bs="c\\d\u001b""#))
     }
 
+    /// Numbers written as digits straight into the line are the bytes their strings would give.
+    @Test(arguments: [LogStyle(), LogStyle(format: .json)])
+    func numbersAreWrittenAsTheirStringsWouldBe(style: LogStyle) {
+        for value in [0, 7, 10, 204, 999, 1000, 206_730, -42, Int.max, Int.min] {
+            var direct: [UInt8] = []
+            LogLine.appendValue(to: &direct, style: style, integer: value)
+            var viaString: [UInt8] = []
+            LogLine.appendValue(to: &viaString, style: style, value: String(value))
+            #expect(direct == viaString, "\(value)")
+        }
+        for value: UInt64 in [0, 1, 9, 10, 999, 1000, 1001, 1234, 12_345_678, UInt64.max] {
+            var direct: [UInt8] = []
+            LogLine.appendValue(to: &direct, style: style, thousandths: value)
+            var viaString: [UInt8] = []
+            LogLine.appendValue(to: &viaString, style: style, value: Timestamp.thousandths(value))
+            #expect(direct == viaString, "\(value)")
+        }
+    }
+
     @Test func journalLinesStartWithTheirSyslogPriority() {
         #expect(line(LogStyle(journalPriorities: true), .warning).hasPrefix("<4>2"))
         #expect(line(LogStyle(journalPriorities: true), .error).hasPrefix("<3>2"))

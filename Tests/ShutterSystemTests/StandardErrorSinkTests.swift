@@ -11,8 +11,12 @@ import Testing
         var descriptors: [Int32] = [0, 0]
         #expect(pipe(&descriptors) == 0)
         let (readEnd, writeEnd) = (descriptors[0], descriptors[1])
+        // The pipe shrunk to one page (F_SETPIPE_SZ, fcntl(2)): with the default 64 KiB, a writer
+        // thread that got no CPU until the loop below had ended took the whole queue in one batch,
+        // which fitted in the pipe, and nothing was left waiting (seen at load average 11).
+        #expect(fcntl(writeEnd, 1031, 4096) == 4096)
         let sink = StandardErrorSink(descriptor: writeEnd, capacity: 64 * 1024)
-        // The pipe holds 64 KiB and the queue 64 KiB more; the rest is dropped. None of these
+        // The pipe holds 4 KiB and the queue 64 KiB more; the rest is dropped. None of these
         // writes may wait for the reader, which reads nothing yet (a hang fails the time limit).
         let line = String(repeating: "x", count: 99)
         for _ in 0..<5000 { sink.write(line) }

@@ -75,3 +75,63 @@ def test_a_request_id_follows_the_request_into_the_catalogs_log_lines(make_daemo
     # The catalog's thread logged it, on the second snap's behalf.
     assert removed and removed[0]["request_id"] == "trace-2", records
     assert removed[0]["component"] == "catalog"
+
+
+def test_a_stderr_nobody_reads_holds_no_answer_and_every_line_is_written_or_counted(tmp_path):
+    """stderr is a pipe the test stops reading once the daemon listens, as a wedged journald or a
+    stopped `| less` would. Every request is still answered at once; when the pipe is read again,
+    each access line is either there or counted in a "log lines dropped" line."""
+    import http.client
+    import os
+    import re
+    import select
+    import signal
+    import subprocess
+    import time
+    from conftest import BINARY
+    read_end, write_end = os.pipe()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHUTTERD_")}
+    process = subprocess.Popen([BINARY, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d"),
+                                "--size", "320x240", "--camera", "test-pattern"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write_end, env=env)
+    os.close(write_end)
+    received = b""
+    try:
+        while b"listening" not in received:
+            assert select.select([read_end], [], [], 20)[0], "shutterd did not start"
+            received += os.read(read_end, 65536)
+        port = int(re.search(rb"listening .*address=[^ ]*:(\d+)", received).group(1))
+        # 4 KB targets: 600 lines are 2.4 MB, more than the pipe (64 KiB) and the daemon's queue
+        # (1 MiB) hold together.
+        padding = "x" * 4000
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        started = time.monotonic()
+        for n in range(600):
+            connection.request("GET", f"/nothing/{n}/{padding}")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 404
+        assert time.monotonic() - started < 30
+        # Read again, and once the queue has drained make one more request, so that a batch is
+        # taken after the last drop.
+        deadline = time.monotonic() + 20
+        last_sent = False
+        while time.monotonic() < deadline:
+            if select.select([read_end], [], [], 0.2)[0]:
+                received += os.read(read_end, 1 << 20)
+            elif not last_sent:
+                connection.request("GET", "/nothing/last")
+                connection.getresponse().read()
+                last_sent = True
+            text = received.decode()
+            written = len(re.findall(r" request .*target=/nothing/\d+/x{4000}", text))
+            dropped = sum(int(n) for n in re.findall(r"log lines dropped: stderr was not read dropped=(\d+)", text))
+            if "target=/nothing/last" in text and written + dropped == 600:
+                break
+        assert dropped > 0, "the queue cannot have held 2.4 MB"
+        assert written > 0
+        assert written + dropped == 600, (written, dropped)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(20)
+        os.close(read_end)
