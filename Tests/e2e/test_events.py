@@ -126,7 +126,7 @@ def test_events_arrive_in_order_framed_as_server_sent_events(make_daemon):
         assert events[0]["data"] == first
         assert events[1]["data"] == second
         assert events[2]["data"]["keep"] is True and events[2]["data"]["id"] == first["id"]
-        assert events[3]["data"] == {"id": second["id"], "reason": "request"}
+        assert events[3]["data"] == {"id": second["id"], "reason": "request", "taken_at": second["taken_at"]}
         assert all(e["data"].get("id") != before["id"] for e in events)
         # The bytes on the wire: the retry hint, then id, event, data and a blank line.
         assert stream.raw.startswith(b"retry: 1000\n\n" + f"id: {ids[0]}\nevent: picture.created\ndata: {{".encode())
