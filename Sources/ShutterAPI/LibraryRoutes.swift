@@ -11,7 +11,11 @@ struct LibraryRoutes: Sendable {
     static let maximumPageSize: Int64 = 500
 
     func register(in router: inout Router) {
-        router.add(.get, "/library", scope: .view, .task { request, _ in try await library(request) })
+        router.add(
+            .get, "/library", scope: .view,
+            .immediateOrTask(
+                immediate: { request, _ in try notModified(request) },
+                task: { request, _ in try await library(request) }))
         router.add(
             .get, "/library/{id}", scope: .view,
             .task { request, parameters in try await picture(request, parameters) })
@@ -27,27 +31,9 @@ struct LibraryRoutes: Sendable {
     /// `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
     /// (exactly), newest first like the whole listing.
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
-        let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
-        let before = try query.integer("before", in: 1...Int64.max)
-        let job = try query.integer("job", in: 1...Int64.max)
-        let label = try query.text("label")
-        if let label, label.isEmpty || label.utf8.count > SnapOptions.maximumLabelBytes {
-            throw HTTPError(
-                .badRequest, "invalid parameter",
-                detail: "label must be 1 to \(SnapOptions.maximumLabelBytes) bytes long")
-        }
-        // A job's pictures read in the order taken, so its listing pages forward from the start.
-        let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
-
-        // The listing changes only when a picture is added or deleted, so one counter
-        // validates every page: pollers get a 304 without touching the database.
-        let etag = "W/\"\(catalog.instanceToken)-\(await catalog.changeCounter)\""
-        if let ifNoneMatch = request.headers["If-None-Match"],
-            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
-        {
-            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
-        }
+        let (limit, before, after, job, label) = try listingQuery(request)
+        let etag = listingETag()
+        if let notModified = Self.notModified(request, etag: etag) { return notModified }
         let page = try await catalog.page(
             before: before, after: after, limit: Int(limit), jobID: job, label: label)
         var items = "["
@@ -68,6 +54,50 @@ struct LibraryRoutes: Sendable {
         }
         object.field("next", next)
         return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// `GET /library`'s answer when the client's copy is current: a `304`, on the event loop.
+    ///
+    /// Polling with `If-None-Match` is how scripts and the page watch the library, so the common
+    /// answer is made without a task or the catalog's thread: the ETag is the catalog's change
+    /// counter, an atomic. nil hands the request to `library`. The query is checked first, so a
+    /// bad one gets its `400` with or without the header.
+    func notModified(_ request: HTTPRequest) throws -> HTTPResponse? {
+        guard request.headers["If-None-Match"] != nil else { return nil }
+        _ = try listingQuery(request)
+        return Self.notModified(request, etag: listingETag())
+    }
+
+    /// The listing changes only when a picture is added, deleted or marked, so one counter
+    /// validates every page and filter.
+    private func listingETag() -> String {
+        "W/\"\(catalog.instanceToken)-\(catalog.changeCounter)\""
+    }
+
+    private static func notModified(_ request: HTTPRequest, etag: String) -> HTTPResponse? {
+        guard let ifNoneMatch = request.headers["If-None-Match"],
+            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
+        else { return nil }
+        return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
+    }
+
+    /// `GET /library`'s parameters, checked: the page size, the cursors and the filters.
+    private func listingQuery(_ request: HTTPRequest) throws -> (
+        limit: Int64, before: Int64?, after: Int64?, job: Int64?, label: String?
+    ) {
+        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
+        let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
+        let before = try query.integer("before", in: 1...Int64.max)
+        let job = try query.integer("job", in: 1...Int64.max)
+        let label = try query.text("label")
+        if let label, label.isEmpty || label.utf8.count > SnapOptions.maximumLabelBytes {
+            throw HTTPError(
+                .badRequest, "invalid parameter",
+                detail: "label must be 1 to \(SnapOptions.maximumLabelBytes) bytes long")
+        }
+        // A job's pictures read in the order taken, so its listing pages forward from the start.
+        let after = try query.integer("after", in: 0...Int64.max) ?? (job != nil ? 0 : nil)
+        return (limit, before, after, job, label)
     }
 
     /// `GET /library/{id}`: one record.

@@ -70,6 +70,8 @@ public final class ShutterDaemon {
             dataDirectory: configuration.dataDirectory, logger: logger.with("component", "catalog"),
             retention: configuration.retentionPolicy, minimumFreeBytes: Int64(configuration.minFreeBytes),
             clock: clock)
+        // What start-up spent in the catalog, step by step: with a large library that is most of it.
+        logger.info("catalog opened", catalog.openTimings.fields)
         let cameraPath = chooseCameraPath()
         let capture = try CaptureService(
             source: makeCameraSource(path: cameraPath, clock: clock), quality: configuration.quality,
