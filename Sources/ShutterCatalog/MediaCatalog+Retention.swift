@@ -12,7 +12,12 @@ extension MediaCatalog {
     /// files. Everything else the catalog does (a snap's add above all) waits while a pass runs on
     /// its thread, so a large excess (a limit lowered by 100,000 pictures) is removed over many
     /// short passes, each queued behind the work that arrived during the one before.
-    static let retentionPassSize = 500
+    static let defaultRetentionPassSize = 500
+
+    /// Sets how many pictures one retention pass removes at most (`defaultRetentionPassSize`).
+    func setRetentionPassSize(_ size: Int) {
+        retentionPassSize = max(1, size)
+    }
 
     /// Up to the third parameter of the pictures retention may remove that were taken before the
     /// first parameter and no later than the second, oldest first.
@@ -150,7 +155,7 @@ extension MediaCatalog {
         let removed: [Int64]
         do {
             removed = try removeForRetention(
-                policy, nowWallMillis: clock.wallMillisecondsNow(), atMost: Self.retentionPassSize)
+                policy, nowWallMillis: clock.wallMillisecondsNow(), atMost: retentionPassSize)
         } catch {
             logger.warning("retention failed; will retry after the next picture", ["error": "\(error)"])
             retentionRun = nil
@@ -163,7 +168,7 @@ extension MediaCatalog {
             run.lastID = removed[removed.count - 1]
             retentionRun = run
         }
-        if removed.count == Self.retentionPassSize {
+        if removed.count == retentionPassSize {
             scheduleRetentionPass()
         } else if let run = retentionRun {
             retentionRun = nil

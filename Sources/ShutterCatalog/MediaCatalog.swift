@@ -22,7 +22,8 @@ public actor MediaCatalog {
     public nonisolated let dataDirectory: String
     /// Random per open, so an ETag made before a restart never matches one made after it.
     public nonisolated let instanceToken: String
-    /// What opening the catalog repaired.
+    /// What opening the catalog repaired (not the media directory's part when it is checked
+    /// later: see `startMediaCheck` and `mediaChecked`).
     public nonisolated let reconciliation: ReconciliationReport
     /// How long each step of opening took, for the daemon's start-up log.
     public nonisolated let openTimings: OpenTimings
@@ -46,7 +47,7 @@ public actor MediaCatalog {
     let logger: Logger
     // The next id to hand out. Above every id in sqlite_sequence and in any file name, so an id is
     // never reused, even after the newest picture is deleted or a crash left only its file.
-    private var nextID: Int64
+    var nextID: Int64
     // How many rows the media table has and their total bytes, loaded at open and kept in step by
     // add, delete and retention, so that an add knows without a query whether a limit is exceeded.
     var storedCount: Int
@@ -65,8 +66,14 @@ public actor MediaCatalog {
     /// subscribers must return at once (see `Broadcast`).
     public nonisolated let eventFeed = Broadcast<[CatalogEvent]>()
     var eventHistory: EventHistory
+    /// Whether the media directory has been compared with the rows (`startMediaCheck`).
+    var mediaCheck: MediaCheckState
+    /// Callers of `mediaChecked()` waiting for the check to end.
+    var mediaCheckWaiters: [CheckedContinuation<ReconciliationReport?, Never>] = []
     /// The retention passes since the last one that found nothing more to remove, for one log line.
     var retentionRun: RetentionRun?
+    /// The most pictures one retention pass removes (`defaultRetentionPassSize`).
+    var retentionPassSize = MediaCatalog.defaultRetentionPassSize
     /// Whether a retention pass is queued on the catalog's thread already.
     var retentionPassQueued = false
     let clock: any Clock
@@ -74,10 +81,13 @@ public actor MediaCatalog {
     /// Opens the catalog in `dataDirectory`, creating it if needed, and repairs what a crash left.
     ///
     /// `retention` and `minimumFreeBytes` are described at their properties; `clock` tells
-    /// retention the time.
+    /// retention the time. With `checkMediaAtOpen` false, the media directory is compared with
+    /// the rows only when `startMediaCheck()` is called, on a thread of its own, while the
+    /// catalog serves: listing a million files takes seconds, and start-up should not wait for it.
     public init(
         dataDirectory: String, logger: Logger, retention: RetentionPolicy? = nil, minimumFreeBytes: Int64 = 0,
-        eventHistoryLimits: EventHistoryLimits = EventHistoryLimits(), clock: any Clock = SystemClock()
+        eventHistoryLimits: EventHistoryLimits = EventHistoryLimits(), clock: any Clock = SystemClock(),
+        checkMediaAtOpen: Bool = true
     ) throws {
         do {
             guard !dataDirectory.isEmpty else { throw CatalogError.invalidArgument("dataDirectory is empty") }
@@ -92,15 +102,23 @@ public actor MediaCatalog {
             timings.lap("sqlite_open_ms")
             try Self.createRetentionIndex(database)
             timings.lap("indexes_ms")
-            let listing = try files.listing()
-            timings.lap("listing_ms")
-            // Ids in file names count too: a crash between the rename and the insert leaves a file
-            // whose id sqlite_sequence never saw.
-            let largestUsed = max(try Self.largestIDInDatabase(database), listing.largestID)
-            var report = try Self.reconcile(
-                database: database, files: files, listing: listing, logger: logger,
-                nowWallMillis: clock.wallMillisecondsNow())
-            timings.lap("reconcile_ms")
+            var largestUsed = try Self.largestIDInDatabase(database)
+            var report = ReconciliationReport(
+                removedTemporaryFiles: [], removedOrphanFileIDs: [], removedRowIDs: [])
+            if checkMediaAtOpen {
+                let listing = try files.listing()
+                timings.lap("listing_ms")
+                // Ids in file names count too: a crash between the rename and the insert leaves a
+                // file whose id sqlite_sequence never saw.
+                largestUsed = max(largestUsed, listing.largestID)
+                let found = try Self.discrepancies(
+                    database: database, listing: listing, largestRowID: Int64.max)
+                report = try Self.repair(
+                    found, database: database, files: files, logger: logger,
+                    nowWallMillis: clock.wallMillisecondsNow()
+                ).report
+                timings.lap("reconcile_ms")
+            }
             let totals = try Self.totals(database)
             timings.lap("totals_ms")
             let thumbnails = try Self.reconcileThumbnails(database: database, files: files, logger: logger)
@@ -122,6 +140,7 @@ public actor MediaCatalog {
             self.minimumFreeBytes = minimumFreeBytes
             self.clock = clock
             self.eventHistory = history
+            self.mediaCheck = checkMediaAtOpen ? .done(report) : .notStarted(largestRowID: largestUsed)
             self.storedCount = totals.count
             self.storedBytes = totals.totalBytes
             self.thumbnailSizes = thumbnails.sizes
@@ -163,6 +182,11 @@ public actor MediaCatalog {
         }
         try checkFreeSpace(for: jpeg.count)
         // Taken even if the add fails, so a half-written id is never handed out twice.
+        // Until the media directory has been compared with the rows, a crash's leftover may hold
+        // the next id's name; it is skipped, never overwritten, so no id is handed out twice.
+        if !isMediaChecked {
+            while files.isTaken(id: nextID) { nextID += 1 }
+        }
         let id = nextID
         nextID += 1
         let record = MediaRecord(

@@ -24,6 +24,17 @@ struct MediaDirectory: Sendable {
 
     func temporaryPath(id: Int64) -> String { "\(path)/.\(id).jpg.tmp" }
 
+    /// Whether `<id>.jpg` exists.
+    func exists(id: Int64) -> Bool {
+        access(filePath(id: id), F_OK) == 0
+    }
+
+    /// Whether `<id>.jpg` or its temporary name exists: a leftover that `store` must not
+    /// overwrite (rename(2) would replace it) or trip over (its `O_EXCL`).
+    func isTaken(id: Int64) -> Bool {
+        exists(id: id) || access(temporaryPath(id: id), F_OK) == 0
+    }
+
     /// Writes `bytes` as the file of `id`, so that it is complete under its final name or absent.
     ///
     /// The data and the new name are on disk when this returns. On failure nothing is left behind,
