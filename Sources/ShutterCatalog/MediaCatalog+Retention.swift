@@ -12,7 +12,7 @@ extension MediaCatalog {
     /// files. Everything else the catalog does (a snap's add above all) waits while a pass runs on
     /// its thread, so a large excess (a limit lowered by 100,000 pictures) is removed over many
     /// short passes, each queued behind the work that arrived during the one before.
-    static let defaultRetentionPassSize = 500
+    static let defaultRetentionPassSize = 250
 
     /// Sets how many pictures one retention pass removes at most (`defaultRetentionPassSize`).
     func setRetentionPassSize(_ size: Int) {
@@ -148,6 +148,9 @@ extension MediaCatalog {
     /// The picture just added is stored whatever happens here, so a failure is logged, not thrown.
     func applyRetentionIfExceeded() {
         guard let policy = retention, !policy.isUnlimited else { return }
+        // A run of passes is under way: its next pass is queued and takes this add's excess too.
+        // Running one here as well would make the add's caller (a snap) wait for a whole pass.
+        guard !retentionPassQueued else { return }
         let overCount = policy.maxPictures.map { storedCount > $0 } ?? false
         let overBytes = policy.maxBytes.map { storedBytes + storedThumbnailBytes > $0 } ?? false
         guard overCount || overBytes || policy.maxAgeMilliseconds != nil else { return }
