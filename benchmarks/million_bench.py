@@ -5,7 +5,8 @@
 
 1. Seed (benchmarks/seed_catalog.py), or reuse the seed cached under --seed-root from an
    earlier run (the retention step spends it: it is marked stale first and made again next run).
-2. Start-up, three times: the time from exec to the "listening" line, and the part of it the
+2. Start-up, three times (with --compare-start-up BIN, first three alternated pairs of this
+   build and BIN): the time from exec to the "listening" line, and the part of it the
    catalog spent opening SQLite (`sqlite_open_ms` in the daemon's "catalog opened" line: the
    sqlite3_open_v2 call, WAL mode and the schema read), so start-up beyond SQLite opening the
    file is the first minus the second.
@@ -89,6 +90,21 @@ class Daemon:
         self.process.wait(60)
         self.reader.join(10)
 
+    def wait_for(self, message, timeout=120):
+        """Waits for a log line holding `message`; returns when it arrived (monotonic) or None.
+
+        A build older than the "catalog opened" line checks its media before listening and logs
+        neither line: nothing to wait for."""
+        if not any("catalog opened" in line for _, line in self.lines):
+            return None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, line in list(self.lines):
+                if message in line:
+                    return at
+            time.sleep(0.05)
+        return None
+
     def field(self, message, name):
         """The value of `name=` in the first log line with `message`, or None."""
         for _, line in self.lines:
@@ -151,21 +167,17 @@ def prepared_seed(args):
     return seed_dir, summary
 
 
-def start_up(args, data_dir, runs=3):
+def start_up(args, data_dir, runs=3, binary=None):
     results = []
     for _ in range(runs):
-        daemon = Daemon(args.shutterd, data_dir).start()
+        daemon = Daemon(binary or args.shutterd, data_dir).start()
         try:
             to_listening = (daemon.listening_at - daemon.exec_at) * 1000
             status, _, body = daemon.request("GET", "/status")
             pictures = json.loads(body)["library"]["pictures"] if status == 200 else None
             # The comparison of rows and files runs after "listening", beside the serving daemon:
             # how long after exec it ended (a build that checks before listening logs no such line).
-            deadline = time.monotonic() + 120
-            checked_at = None
-            while checked_at is None and time.monotonic() < deadline:
-                checked_at = next((at for at, line in daemon.lines if "media directory checked" in line), None)
-                time.sleep(0.05)
+            checked_at = daemon.wait_for("media directory checked")
             sqlite_open = daemon.field("catalog opened", "sqlite_open_ms")
             results.append({
                 "exec_to_listening_ms": round(to_listening, 1),
@@ -313,6 +325,8 @@ def retention(args, data_dir, remove=100_000, before_seconds=10, after_seconds=1
     daemon = Daemon(args.shutterd, data_dir, snap_args).start()
     before = []
     try:
+        # Snaps are measured once the start-up's media check (a listing of every file) is done.
+        daemon.wait_for("media directory checked")
         snap_loop(daemon, time.monotonic() + before_seconds, before)
         _, _, body = daemon.request("GET", "/status")
         stored = json.loads(body)["library"]["pictures"]
@@ -324,6 +338,7 @@ def retention(args, data_dir, remove=100_000, before_seconds=10, after_seconds=1
                     [*snap_args, "--retention-max-pictures", str(limit), "--retention-min-age-s", "0"]).start()
     samples = []
     try:
+        daemon.wait_for("media directory checked")
         triggered_at = time.monotonic()
         # Until the removal has been logged as finished, and `after_seconds` more.
         done = threading.Event()
@@ -404,16 +419,28 @@ def main():
     parser.add_argument("--seed-root", default="/var/tmp/shutter-million", help="where the seed is cached")
     parser.add_argument("--reseed", action="store_true", help="seed again even if a seed is cached")
     parser.add_argument("--retention-remove", type=int, default=100_000)
+    parser.add_argument("--compare-start-up", metavar="BIN",
+                        help="another build whose start-up is measured alternately with this one's")
     parser.add_argument("--skip", default="", help="comma-separated steps to skip: listings,revalidation,retention,events")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     results = {"machine": {"cores": os.cpu_count(), "load_average_start": load_average()}}
     seed_dir, results["seed"] = prepared_seed(args)
     data_dir = os.path.join(seed_dir, "data")
+    if args.compare_start_up:
+        # Alternated, one start of each at a time, on the same seed: this build, the other, ...
+        compared = {"this": [], "other": []}
+        for _ in range(3):
+            compared["this"] += start_up(args, data_dir, runs=1)["runs"]
+            compared["other"] += start_up(args, data_dir, runs=1, binary=args.compare_start_up)["runs"]
+        results["start_up_compared"] = {
+            side: [{k: run[k] for k in ("exec_to_listening_ms", "beyond_sqlite_open_ms", "pictures")} for run in runs]
+            for side, runs in compared.items()}
     results["start_up"] = start_up(args, data_dir)
     if not {"listings", "revalidation"} <= skip:
         daemon = Daemon(args.shutterd, data_dir).start()
         try:
+            daemon.wait_for("media directory checked")
             if "listings" not in skip:
                 results["listings"] = listings(daemon, args.count, args.duration)
             if "revalidation" not in skip:

@@ -181,12 +181,12 @@ public actor MediaCatalog {
             throw CatalogError.invalidArgument("size \(width)x\(height) is not positive")
         }
         try checkFreeSpace(for: jpeg.count)
-        // Taken even if the add fails, so a half-written id is never handed out twice.
         // Until the media directory has been compared with the rows, a crash's leftover may hold
         // the next id's name; it is skipped, never overwritten, so no id is handed out twice.
         if !isMediaChecked {
             while files.isTaken(id: nextID) { nextID += 1 }
         }
+        // Taken even if the add fails, so a half-written id is never handed out twice.
         let id = nextID
         nextID += 1
         let record = MediaRecord(
