@@ -18,8 +18,8 @@ extension MediaCatalog {
     /// Compares the rows with ids up to `largestRowID` with `listing`.
     ///
     /// The rows in id order against the files in id order: one merge walk finds what is on one
-    /// side only. With a million pictures, two hash sets of ids and their differences cost
-    /// several times this (see benchmarks/README.md, "A million pictures").
+    /// side only, with no hash set of a million ids on either side (benchmarks/README.md, "A
+    /// million pictures").
     static func discrepancies(
         database: Database, listing: MediaDirectory.Listing, largestRowID: Int64
     ) throws -> MediaDiscrepancies {
