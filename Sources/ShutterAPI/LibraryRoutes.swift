@@ -7,6 +7,9 @@ import ShutterSystem
 struct LibraryRoutes: Sendable {
     let catalog: MediaCatalog
 
+    /// The parameters `GET /library` accepts: made once, not a new set for every poll.
+    static let listingParameters: Set<String> = ["limit", "before", "after", "job", "label"]
+
     /// Largest page `GET /library` (and `GET /jobs`) serves.
     static let maximumPageSize: Int64 = 500
 
@@ -85,7 +88,7 @@ struct LibraryRoutes: Sendable {
     private func listingQuery(_ request: HTTPRequest) throws -> (
         limit: Int64, before: Int64?, after: Int64?, job: Int64?, label: String?
     ) {
-        let query = try QueryParameters(request, allowed: ["limit", "before", "after", "job", "label"])
+        let query = try QueryParameters(request, allowed: Self.listingParameters)
         let limit = try query.integer("limit", in: 1...Self.maximumPageSize) ?? 50
         let before = try query.integer("before", in: 1...Int64.max)
         let job = try query.integer("job", in: 1...Int64.max)
