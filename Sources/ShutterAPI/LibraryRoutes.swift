@@ -40,6 +40,7 @@ struct LibraryRoutes: Sendable {
         let page = try await catalog.page(
             before: before, after: after, limit: Int(limit), jobID: job, label: label)
         var items = "["
+        items.reserveCapacity(page.items.count * 320 + 2)
         for (index, record) in page.items.enumerated() {
             if index > 0 { items += "," }
             items += record.json
