@@ -13,7 +13,11 @@ struct LibraryRoutes: Sendable {
     static let maximumPageSize: Int64 = 500
 
     func register(in router: inout Router) {
-        router.add(.get, "/library", scope: .view, .task { request, _ in try await library(request) })
+        router.add(
+            .get, "/library", scope: .view,
+            .immediateOrTask(
+                immediate: { request, _ in try notModified(request) },
+                task: { request, _ in try await library(request) }))
         router.add(
             .get, "/library/{id}", scope: .view,
             .task { request, parameters in try await picture(request, parameters) })
@@ -32,20 +36,13 @@ struct LibraryRoutes: Sendable {
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try LibraryQuery(request)
         if let wait = query.wait { try await waitForPictures(query, seconds: wait) }
-
-        // The listing changes only when a picture is added, deleted or (for `keep`) marked, and
-        // the counter counts all three, so one counter validates every page of every filter:
-        // pollers get a 304 without touching the database.
-        let etag = "W/\"\(catalog.instanceToken)-\(await catalog.changeCounter)\""
-        if let ifNoneMatch = request.headers["If-None-Match"],
-            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
-        {
-            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
-        }
+        let etag = listingETag()
+        if let notModified = Self.notModified(request, etag: etag) { return notModified }
         let page = try await catalog.page(
             before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
             label: query.label, keep: query.keep, takenSince: query.since, takenUntil: query.until)
         var items = "["
+        items.reserveCapacity(page.items.count * 320 + 2)
         for (index, record) in page.items.enumerated() {
             if index > 0 { items += "," }
             items += record.json
@@ -70,6 +67,32 @@ struct LibraryRoutes: Sendable {
                 ).items.isEmpty
             },
             isReady: { isEmpty in !isEmpty })
+    }
+
+    /// `GET /library`'s answer when the client's copy is current: a `304`, on the event loop.
+    ///
+    /// Polling with `If-None-Match` is how scripts and the page watch the library, so the common
+    /// answer is made without a task or the catalog's thread: the ETag is the catalog's change
+    /// counter, an atomic. nil hands the request to `library`. The query is checked first, so a
+    /// bad one gets its `400` with or without the header.
+    func notModified(_ request: HTTPRequest) throws -> HTTPResponse? {
+        guard request.headers["If-None-Match"] != nil else { return nil }
+        // A long-poll waits first, on its task; the 304 comes after the wait, if at all.
+        guard try LibraryQuery(request).wait == nil else { return nil }
+        return Self.notModified(request, etag: listingETag())
+    }
+
+    /// The listing changes only when a picture is added, deleted or marked, so one counter
+    /// validates every page and filter.
+    private func listingETag() -> String {
+        "W/\"\(catalog.instanceToken)-\(catalog.changeCounter)\""
+    }
+
+    private static func notModified(_ request: HTTPRequest, etag: String) -> HTTPResponse? {
+        guard let ifNoneMatch = request.headers["If-None-Match"],
+            RepresentationValidators.list(ifNoneMatch, matches: etag, weak: true)
+        else { return nil }
+        return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": "no-cache"])
     }
 
     /// `GET /library/{id}`: one record.

@@ -12,7 +12,7 @@ extension MediaCatalog {
                 .execute(arguments: [id])
             guard database.changesCount > 0 else { return false }
             // Listings show `stored`, so their ETags must change with it.
-            changeCounter += 1
+            noteListingChanged()
             return true
         } catch {
             throw CatalogError(error)

@@ -8,16 +8,28 @@ extension MediaCatalog {
     /// Rows read per query while looking for pictures to remove by count or bytes.
     static let retentionBatchSize: Int64 = 256
 
-    /// Pictures retention may remove that were taken before the first parameter and no later than
-    /// the second.
+    /// The most pictures one pass of retention removes after an add: one transaction and the
+    /// files. Everything else the catalog does (a snap's add above all) waits while a pass runs on
+    /// its thread, so a large excess (a limit lowered by 100,000 pictures) is removed over many
+    /// short passes, each queued behind the work that arrived during the one before.
+    static let defaultRetentionPassSize = 250
+
+    /// Sets how many pictures one retention pass removes at most (`defaultRetentionPassSize`).
+    func setRetentionPassSize(_ size: Int) {
+        retentionPassSize = max(1, size)
+    }
+
+    /// Up to the third parameter of the pictures retention may remove that were taken before the
+    /// first parameter and no later than the second, oldest first.
     ///
     /// No ORDER BY: with one, SQLite prefers walking the whole table in rowid order to sorting, and
     /// this query must instead cost one seek of the partial index media_retention when nothing
-    /// expired; the few rows found are sorted in memory.
-    /// Offloaded pictures have no local file left to remove; with `offload`, only uploaded ones may go.
+    /// expired; it walks that index in taken_at order anyway, and the rows found are sorted by id
+    /// in memory. Offloaded pictures have no local file left to remove; with `offload`, only
+    /// uploaded ones may go.
     static func expiredSQL(offload: Bool) -> String {
         "SELECT id, bytes FROM media WHERE keep = 0 AND taken_at < ? AND taken_at <= ? AND offloaded = 0"
-            + (offload ? " AND uploaded = 1" : "")
+            + (offload ? " AND uploaded = 1" : "") + " LIMIT ?"
     }
 
     /// Up to the third parameter of the pictures retention may remove with an id above the first
@@ -42,7 +54,24 @@ extension MediaCatalog {
     /// invisible to clients and removed at the next open, never a row without its file.
     @discardableResult
     public func applyRetention(_ policy: RetentionPolicy, nowWallMillis: Int64) throws -> [Int64] {
-        guard !policy.isUnlimited else { return [] }
+        let removed = try removeForRetention(policy, nowWallMillis: nowWallMillis, atMost: Int.max)
+        if !removed.isEmpty {
+            logger.info(
+                "retention removed pictures",
+                [
+                    "count": String(removed.count), "first_id": String(removed[0]),
+                    "last_id": String(removed[removed.count - 1]),
+                ])
+        }
+        return removed
+    }
+
+    /// What `applyRetention` does, but at most `limit` pictures, and without logging; returns the
+    /// removed ids in order.
+    func removeForRetention(_ policy: RetentionPolicy, nowWallMillis: Int64, atMost limit: Int) throws
+        -> [Int64]
+    {
+        guard !policy.isUnlimited, limit > 0 else { return [] }
         // A picture taken at or before this instant is old enough to be removed.
         let oldEnough = nowWallMillis.subtractingReportingOverflow(max(0, policy.minimumAgeMilliseconds))
             .partialValue
@@ -52,7 +81,8 @@ extension MediaCatalog {
             if let maxAge = policy.maxAgeMilliseconds {
                 let expired = nowWallMillis.subtractingReportingOverflow(max(0, maxAge)).partialValue
                 removed = try database.fetchAll(
-                    sql: Self.expiredSQL(offload: policy.offloadsUploaded), arguments: [expired, oldEnough],
+                    sql: Self.expiredSQL(offload: policy.offloadsUploaded),
+                    arguments: [expired, oldEnough, Int64(clamping: limit)],
                     Self.decodeIDAndBytes
                 ).sorted { $0.id < $1.id }
             }
@@ -65,7 +95,7 @@ extension MediaCatalog {
                         - $0
                 } ?? 0
             var cursor: Int64 = 0
-            while excessCount > 0 || excessBytes > 0 {
+            while (excessCount > 0 || excessBytes > 0) && removed.count < limit {
                 let batch = try database.fetchAll(
                     sql: Self.oldestSQL(offload: policy.offloadsUploaded),
                     arguments: [cursor, oldEnough, Self.retentionBatchSize],
@@ -73,7 +103,7 @@ extension MediaCatalog {
                 guard let last = batch.last else { break }
                 cursor = last.id
                 for row in batch where !expiredIDs.contains(row.id) {
-                    guard excessCount > 0 || excessBytes > 0 else { break }
+                    guard (excessCount > 0 || excessBytes > 0) && removed.count < limit else { break }
                     removed.append(row)
                     excessCount -= 1
                     excessBytes -= row.bytes + thumbnailBytes(of: row.id)
@@ -105,7 +135,7 @@ extension MediaCatalog {
         removed.sort { $0.id < $1.id }
         storedCount -= removed.count
         storedBytes -= removed.reduce(0) { $0 + $1.bytes }
-        changeCounter += 1
+        noteListingChanged()
         published(events)
         // The rows are gone, so the pictures are gone for every client; a file that stays is an
         // orphan the next open removes.
@@ -120,28 +150,66 @@ extension MediaCatalog {
             removeThumbnails(id: row.id)
         }
         counters.removedByRetention.add(UInt64(removed.count), ordering: .relaxed)
-        logger.info(
-            policy.offloadsUploaded ? "retention offloaded pictures" : "retention removed pictures",
-            [
-                "count": String(removed.count), "first_id": String(removed[0].id),
-                "last_id": String(removed[removed.count - 1].id),
-            ])
         return removed.map(\.id)
     }
 
     /// Applies `retention` if a limit could be exceeded: counts and bytes are checked in memory,
     /// an age limit costs one indexed query.
     ///
+    /// One pass of at most `retentionPassSize` pictures; when there is more to remove, the next
+    /// pass is queued on the catalog's thread behind whatever is waiting there, so snaps go on
+    /// between passes. A run of passes is logged once, when it is done.
+    ///
     /// The picture just added is stored whatever happens here, so a failure is logged, not thrown.
     func applyRetentionIfExceeded() {
         guard let policy = retention, !policy.isUnlimited else { return }
+        // A run of passes is under way: its next pass is queued and takes this add's excess too.
+        // Running one here as well would make the add's caller (a snap) wait for a whole pass.
+        guard !retentionPassQueued else { return }
         let overCount = policy.maxPictures.map { storedCount > $0 } ?? false
         let overBytes = policy.maxBytes.map { storedBytes + storedThumbnailBytes > $0 } ?? false
         guard overCount || overBytes || policy.maxAgeMilliseconds != nil else { return }
+        let passStarted = clock.monotonicNow()
+        let removed: [Int64]
         do {
-            try applyRetention(policy, nowWallMillis: clock.wallMillisecondsNow())
+            removed = try removeForRetention(
+                policy, nowWallMillis: clock.wallMillisecondsNow(), atMost: retentionPassSize)
         } catch {
             logger.warning("retention failed; will retry after the next picture", ["error": "\(error)"])
+            retentionRun = nil
+            return
+        }
+        if !removed.isEmpty {
+            var run = retentionRun ?? RetentionRun(firstID: removed[0], started: passStarted)
+            run.count += removed.count
+            run.passes += 1
+            run.lastID = removed[removed.count - 1]
+            retentionRun = run
+        }
+        if removed.count == retentionPassSize {
+            scheduleRetentionPass()
+        } else if let run = retentionRun {
+            retentionRun = nil
+            logger.info(
+                "retention removed pictures",
+                [
+                    "count": String(run.count), "first_id": String(run.firstID),
+                    "last_id": String(run.lastID),
+                    "passes": String(run.passes),
+                    "ms": OpenTimings.milliseconds(clock.monotonicNow().nanoseconds(since: run.started)),
+                ])
+        }
+    }
+
+    /// Queues one more retention pass on the catalog's thread, after the work waiting there.
+    private func scheduleRetentionPass() {
+        guard !retentionPassQueued else { return }
+        retentionPassQueued = true
+        // The task runs isolated to this actor, so it is queued on the catalog's executor, which
+        // runs its work in the order it arrived (ThreadExecutor).
+        Task {
+            self.retentionPassQueued = false
+            self.applyRetentionIfExceeded()
         }
     }
 

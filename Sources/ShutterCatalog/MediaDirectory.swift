@@ -10,8 +10,8 @@ import ShutterSystem
 struct MediaDirectory: Sendable {
     /// What the directory holds, sorted into the names the catalog writes.
     struct Listing {
-        /// Ids of the `<id>.jpg` files.
-        var mediaIDs: Set<Int64> = []
+        /// Ids of the `<id>.jpg` files, ascending.
+        var mediaIDs: [Int64] = []
         /// Names of `.*.tmp` files left by unfinished writes.
         var temporaryFiles: [String] = []
         /// The largest id in any name the catalog writes, or 0.
@@ -23,6 +23,17 @@ struct MediaDirectory: Sendable {
     func filePath(id: Int64) -> String { "\(path)/\(id).jpg" }
 
     func temporaryPath(id: Int64) -> String { "\(path)/.\(id).jpg.tmp" }
+
+    /// Whether `<id>.jpg` exists.
+    func exists(id: Int64) -> Bool {
+        access(filePath(id: id), F_OK) == 0
+    }
+
+    /// Whether `<id>.jpg` or its temporary name exists: a leftover that `store` must not
+    /// overwrite (rename(2) would replace it) or trip over (its `O_EXCL`).
+    func isTaken(id: Int64) -> Bool {
+        exists(id: id) || access(temporaryPath(id: id), F_OK) == 0
+    }
 
     /// Writes `bytes` as the file of `id`, so that it is complete under its final name or absent.
     ///
@@ -86,7 +97,7 @@ struct MediaDirectory: Sendable {
         for name in try Self.entryNames(in: path) {
             switch Self.classify(name) {
             case .media(let id):
-                listing.mediaIDs.insert(id)
+                listing.mediaIDs.append(id)
                 listing.largestID = max(listing.largestID, id)
             case .temporary(let id):
                 listing.temporaryFiles.append(name)
@@ -95,6 +106,8 @@ struct MediaDirectory: Sendable {
                 break
             }
         }
+        // Sorted for the merge with the rows, which SQLite returns in id order.
+        listing.mediaIDs.sort()
         return listing
     }
 
@@ -184,22 +197,6 @@ struct MediaDirectory: Sendable {
     @discardableResult
     func removeThumbnail(named name: String) throws -> Bool {
         try removeFile(atPath: "\(thumbnailsPath)/\(name)")
-    }
-
-    /// Removes every thumbnail of `id` (`thumbs/<id>-*.jpg`); returns how many there were.
-    @discardableResult
-    func removeThumbnails(id: Int64) throws -> Int {
-        let names: [String]
-        do {
-            names = try Self.entryNames(in: thumbnailsPath)
-        } catch let error as SystemError where error.errno == ENOENT {
-            return 0
-        }
-        var removed = 0
-        for name in names where name.hasPrefix("\(id)-") && name.hasSuffix(".jpg") {
-            if try removeFile(atPath: "\(thumbnailsPath)/\(name)") { removed += 1 }
-        }
-        return removed
     }
 
     /// The names in the directory at `path`, without `.` and `..`.

@@ -85,6 +85,9 @@ public struct RepresentationValidators: Sendable {
 
     /// Whether a comma-separated entity-tag list contains `etag` (or is `*`).
     public static func list(_ header: String, matches etag: String, weak: Bool) -> Bool {
+        // A poller sends back exactly the tag it was given: that matches in either comparison,
+        // as the walk below would find, without splitting and trimming the list per request.
+        if header == etag { return true }
         let strip: (Substring) -> Substring = { tag in weak && tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
         return header.split(separator: ",").contains { candidate in
             let tag = candidate.trimmingSpaces()

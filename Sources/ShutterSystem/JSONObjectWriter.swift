@@ -1,15 +1,22 @@
 /// Builds a JSON object field by field, in a fixed order, without an encoder's
 /// reflection: responses and events are small and hot (`/library` is polled).
 public struct JSONObjectWriter {
-    public private(set) var text = "{"
+    public private(set) var text = ""
     private var first = true
 
-    public init() {}
+    /// `capacity`: the bytes the object is expected to take, reserved at once so that appending
+    /// field after field does not grow the string again and again.
+    public init(capacity: Int = 0) {
+        text.reserveCapacity(capacity)
+        text += "{"
+    }
 
     private mutating func key(_ name: String) {
         if !first { text += "," }
         first = false
-        text += "\"\(name)\":"
+        text += "\""
+        text += name
+        text += "\":"
     }
 
     public mutating func field(_ name: String, _ value: String?) {

@@ -1,6 +1,16 @@
 /// JSON string quoting (RFC 8259 §7) for the few bodies built without an encoder.
 public enum JSONString {
     public static func quote(_ text: String) -> String {
+        // Most text (hashes, times, names, paths) has nothing to escape: then it is copied whole.
+        // Appending it a scalar at a time was two thirds of the CPU of a `/library` page.
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+            var out = ""
+            out.reserveCapacity(text.utf8.count + 2)
+            out += "\""
+            out += text
+            out += "\""
+            return out
+        }
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -9,8 +9,42 @@ public enum Timestamp {
         let minute = msOfDay / 60000 % 60
         let second = msOfDay / 1000 % 60
         let ms = msOfDay % 1000
-        return
-            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+        guard (0...9999).contains(year) else {
+            return
+                "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+        }
+        // Every record of a `/library` page carries one: written digit by digit into its 24 bytes,
+        // where the interpolation of seven padded strings was a tenth of the page's CPU.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var index = 0
+            func digits(_ value: Int64, _ width: Int) {
+                var rest = value
+                for offset in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                index += width
+            }
+            func mark(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            digits(year, 4)
+            mark("-")
+            digits(month, 2)
+            mark("-")
+            digits(day, 2)
+            mark("T")
+            digits(hour, 2)
+            mark(":")
+            digits(minute, 2)
+            mark(":")
+            digits(second, 2)
+            mark(".")
+            digits(ms, 3)
+            mark("Z")
+            return index
+        }
     }
 
     /// `value` thousandths as a decimal with three places: `1234` is `1.234` (microseconds as

@@ -98,4 +98,38 @@ import Testing
             #expect(try await catalog.add(seed: 4).id == 4)
         }
     }
+
+    @Test func aLaterMediaCheckRepairsTheSameAndNeverReusesALeftOverName() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let catalog = try MediaCatalog.open(directory)
+                for seed in 1...4 { try await catalog.add(seed: seed) }
+            }
+            let media = "\(directory)/media"
+            // A crash after the rename of 5, before its insert; an unfinished write of 6.
+            try writeFile("\(media)/5.jpg", fakeJPEG(seed: 5))
+            try writeFile("\(media)/.6.jpg.tmp", [0xFF])
+            #expect(unlink("\(media)/2.jpg") == 0)
+
+            let catalog = try MediaCatalog(
+                dataDirectory: directory, logger: quietLogger, clock: ManualClock(), checkMediaAtOpen: false)
+            #expect(catalog.reconciliation.isClean, "nothing is looked at before the check starts")
+            // Before the check: the names 5 and 6 are taken by leftovers, so the add skips them.
+            let early = try await catalog.add(seed: 7)
+            #expect(early.id == 7)
+            #expect(readFile(catalog.mediaPath(id: 7)) == fakeJPEG(seed: 7))
+
+            try await catalog.startMediaCheck()
+            let report = await catalog.mediaChecked()
+            #expect(
+                report
+                    == ReconciliationReport(
+                        removedTemporaryFiles: [".6.jpg.tmp"], removedOrphanFileIDs: [5], removedRowIDs: [2]))
+            #expect(directoryNames(media) == ["1.jpg", "3.jpg", "4.jpg", "7.jpg"])
+            #expect(try await catalog.page(limit: 10).items.map(\.id) == [7, 4, 3, 1])
+            #expect(
+                try await catalog.statistics() == CatalogStatistics(count: 4, totalBytes: 1200, newestID: 7))
+            #expect(try await catalog.add(seed: 8).id == 8)
+        }
+    }
 }
