@@ -242,9 +242,11 @@ public actor MediaCatalog {
         noteListingChanged()
         storedCount += 1
         storedBytes += Int64(record.bytes)
+        // Published before anything else can record an event (the storage state below, retention),
+        // so subscribers get the ids in the order they were handed out.
+        published([created])
         // Stored, so there was room: whatever a full disk said before no longer holds.
         noteSpaceShortage(nil)
-        published([created])
         applyRetentionIfExceeded()
         return record
     }
