@@ -15,6 +15,8 @@ struct MediaRoutes: Sendable {
 
     /// Thumbnail widths `?width=` accepts, in pixels (also `/preview.mjpg`'s `width`).
     static let thumbnailWidths: ClosedRange<Int64> = 16...4096
+    /// The query parameters `GET /media/{id}.jpg` accepts (one set, not one a request).
+    static let mediaParameters: Set<String> = ["width"]
     /// JPEG quality of thumbnails: small files, and a gallery shows them small.
     static let thumbnailQuality = 80
 
@@ -33,7 +35,7 @@ struct MediaRoutes: Sendable {
     /// `?width=`, a cached thumbnail is served here too; nil hands a missing one to `thumbnail`.
     func media(_ request: HTTPRequest, _ parameters: RouteParameters) throws -> HTTPResponse? {
         let id = try parameters.positiveID(of: "picture")
-        let query = try QueryParameters(request, allowed: ["width"])
+        let query = try QueryParameters(request, allowed: Self.mediaParameters)
         // Opened even when a thumbnail is cached: a thumbnail a delete raced with must not
         // outlive its picture.
         guard let original = try openIfPresent(catalog.mediaPath(id: id)) else {
@@ -64,7 +66,7 @@ struct MediaRoutes: Sendable {
     /// without being cached.
     func thumbnail(_ request: HTTPRequest, _ parameters: RouteParameters) async throws -> HTTPResponse {
         let id = try parameters.positiveID(of: "picture")
-        let query = try QueryParameters(request, allowed: ["width"])
+        let query = try QueryParameters(request, allowed: Self.mediaParameters)
         guard let original = try openIfPresent(catalog.mediaPath(id: id)) else {
             return try await offloaded(id: id)
         }

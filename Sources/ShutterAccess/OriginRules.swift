@@ -1,4 +1,5 @@
 import ShutterHTTP
+import ShutterSystem
 
 /// The browser defences, which hold on loopback too: which `Host` names are ours (DNS
 /// rebinding), which origins may change state (cross-site requests), and CORS.
@@ -44,7 +45,7 @@ public struct OriginRules: Sendable {
         guard let host else { return true }
         // Every request asks this, nearly always with an IP literal: answered from the bytes,
         // without building a single string (it was 3% of a media request's CPU).
-        if Self.isIPv4Authority(host.utf8) { return true }
+        if Self.isIPv4Authority(host.utf8) || Self.isLocalhostAuthority(host.utf8) { return true }
         let name = Self.hostName(ofAuthority: host)
         if name.isEmpty { return false }
         if name.hasPrefix("[") { return name.hasSuffix("]") }
@@ -145,7 +146,7 @@ public struct OriginRules: Sendable {
             guard let close = lowered.firstIndex(of: "]") else { return "" }
             return String(lowered[...close])
         }
-        let name = lowered.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let name = lowered.splitASCII(UInt8(ascii: ":"), maxSplits: 1, omittingEmptySubsequences: false)[0]
         return normalizedName(String(name))
     }
 
@@ -165,6 +166,20 @@ public struct OriginRules: Sendable {
     }
 
     /// Whether `authority` is `a.b.c.d` or `a.b.c.d:port`, each part 0 to 255 and the port digits.
+    /// Whether `authority` is `localhost` or `localhost:port` in any case: what a browser on this
+    /// machine sends, answered from the bytes like an IP literal.
+    static func isLocalhostAuthority(_ authority: String.UTF8View) -> Bool {
+        var index = authority.startIndex
+        for expected in "localhost".utf8 {
+            guard index != authority.endIndex, authority[index] | 0x20 == expected else { return false }
+            index = authority.index(after: index)
+        }
+        guard index != authority.endIndex else { return true }
+        guard authority[index] == UInt8(ascii: ":") else { return false }
+        let port = authority[authority.index(after: index)...]
+        return (1...5).contains(port.count) && port.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
     static func isIPv4Authority(_ authority: String.UTF8View) -> Bool {
         var parts = 0
         var digits = 0
@@ -197,10 +212,10 @@ public struct OriginRules: Sendable {
     }
 
     private static func isIPv4Literal(_ name: String) -> Bool {
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        let parts = name.splitASCII(UInt8(ascii: "."), omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy { part in
-                !part.isEmpty && part.count <= 3 && part.allSatisfy { $0.isASCII && $0.isNumber }
+                !part.isEmpty && part.utf8.count <= 3 && part.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
                     && Int(part)! <= 255
             }
     }

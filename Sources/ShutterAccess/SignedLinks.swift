@@ -52,13 +52,14 @@ public struct SignedLinks: Sendable {
     func check(_ request: HTTPRequest, path: String, nowSeconds: Int64) -> Check {
         // No query, no link: the common case, answered without splitting the target.
         guard request.target.utf8.contains(UInt8(ascii: "?")) else { return .absent }
-        let parts = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = request.target.splitASCII(
+            UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return .absent }
         var expiry: String?
         var signature: String?
         var kept: [Substring] = []
-        for pair in parts[1].split(separator: "&") {
-            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        for pair in parts[1].splitASCII(UInt8(ascii: "&")) {
+            let name = pair.splitASCII(UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)[0]
             let value =
                 pair.contains("=") ? String(pair[pair.index(after: pair.firstIndex(of: "=")!)...]) : ""
             switch name {
@@ -88,9 +89,9 @@ public struct SignedLinks: Sendable {
 
     /// `target` with the value of every `sig` parameter replaced by `-`, for the logs.
     static func redactingSignature(_ target: String) -> String {
-        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = target.splitASCII(UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return target }
-        let query = parts[1].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+        let query = parts[1].splitASCII(UInt8(ascii: "&"), omittingEmptySubsequences: false).map { pair in
             pair.hasPrefix("sig=") ? "sig=-" : String(pair)
         }
         return "\(parts[0])?\(query.joined(separator: "&"))"

@@ -89,7 +89,7 @@ public struct RepresentationValidators: Sendable {
         // as the walk below would find, without splitting and trimming the list per request.
         if header == etag { return true }
         let strip: (Substring) -> Substring = { tag in weak && tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
-        return header.split(separator: ",").contains { candidate in
+        return header.splitASCII(UInt8(ascii: ",")).contains { candidate in
             let tag = candidate.trimmingSpaces()
             return tag == "*" || strip(tag) == strip(Substring(etag))
         }

@@ -1,3 +1,5 @@
+import ShutterSystem
+
 /// Limits the parser enforces; each is a config key of the server.
 public struct HTTPParserLimits: Sendable, Equatable {
     /// Request line plus header fields plus the empty line ending them, in bytes (431 beyond).
@@ -755,7 +757,7 @@ extension HTTPRequestParser {
         private static func contentLength(_ values: [String]) throws(HTTPParseError) -> Int? {
             var length: Int?
             for value in values {
-                for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                for element in value.splitASCII(UInt8(ascii: ","), omittingEmptySubsequences: false) {
                     let digits = element.trimmingSpaces().utf8
                     guard !digits.isEmpty, digits.allSatisfy(ASCII.isDigit) else {
                         throw .malformed("the Content-Length '\(value)' is not a decimal number")
@@ -788,7 +790,9 @@ extension HTTPRequestParser {
 
         /// The non-empty elements of comma-separated list fields (RFC 9110 §5.6.1).
         private static func listElements(_ values: [String]) -> [Substring] {
-            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
+            values.flatMap { $0.splitASCII(UInt8(ascii: ",")) }.map { $0.trimmingSpaces() }.filter {
+                !$0.isEmpty
+            }
         }
     }
 }

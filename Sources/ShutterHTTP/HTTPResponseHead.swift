@@ -8,34 +8,67 @@ enum HTTPResponseHead {
         _ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool, date: String, server: String,
         requestID: String
     ) -> [UInt8] {
-        var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
-        head.reserveCapacity(256)
+        // Written as bytes into one buffer: every response has a head, and interpolating a
+        // `String` a line and converting it at the end cost twice as much.
+        var head: [UInt8] = []
+        head.reserveCapacity(384)
+        let code = response.status.code
+        head.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(code, to: &head)
+        head.append(UInt8(ascii: " "))
+        head.append(contentsOf: response.status.reason.utf8)
+        appendLineEnd(to: &head)
         for (name, value) in response.headers {
             if name.caseInsensitiveEquals("Content-Length") || name.caseInsensitiveEquals("Connection") {
                 continue
             }
-            head += "\(name): \(value)\r\n"
+            head.append(contentsOf: name.utf8)
+            head.append(UInt8(ascii: ":"))
+            head.append(UInt8(ascii: " "))
+            head.append(contentsOf: value.utf8)
+            appendLineEnd(to: &head)
         }
         // RFC 9110 §8.6: no Content-Length on 1xx and 204; 304 may carry the length
         // of the selected representation, but nothing requires it, so leave it out.
-        let code = response.status.code
         // A stream's end is the connection's close (RFC 9112 §6.3, item 8).
         if code >= 200 && code != 204 && code != 304 && !response.body.isStream {
-            head += "Content-Length: \(response.body.count)\r\n"
+            head.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(response.body.count, to: &head)
+            appendLineEnd(to: &head)
         }
         if code >= 200 {
+            head.append(contentsOf: "Date: ".utf8)
+            head.append(contentsOf: date.utf8)
+            head.append(contentsOf: "\r\nServer: ".utf8)
+            head.append(contentsOf: server.utf8)
+            head.append(contentsOf: "\r\nX-Request-Id: ".utf8)
+            head.append(contentsOf: requestID.utf8)
             // nosniff: a browser must never run a picture or a JSON answer as a script or a
             // page because its bytes look like one (an uploaded label, a crafted JPEG comment).
-            head +=
-                "Date: \(date)\r\nServer: \(server)\r\nX-Request-Id: \(requestID)\r\nX-Content-Type-Options: nosniff\r\n"
+            head.append(contentsOf: "\r\nX-Content-Type-Options: nosniff\r\n".utf8)
             if !keepAlive {
-                head += "Connection: close\r\n"
+                head.append(contentsOf: "Connection: close\r\n".utf8)
             } else if version == .http10 {
-                head += "Connection: keep-alive\r\n"
+                head.append(contentsOf: "Connection: keep-alive\r\n".utf8)
             }
         }
-        head += "\r\n"
-        return Array(head.utf8)
+        appendLineEnd(to: &head)
+        return head
+    }
+
+    private static func appendLineEnd(to head: inout [UInt8]) {
+        head.append(UInt8(ascii: "\r"))
+        head.append(UInt8(ascii: "\n"))
+    }
+
+    /// `value` (not negative) in decimal digits.
+    private static func appendDecimal(_ value: Int, to head: inout [UInt8]) {
+        guard value >= 10 else {
+            head.append(UInt8(ascii: "0") + UInt8(max(value, 0)))
+            return
+        }
+        appendDecimal(value / 10, to: &head)
+        head.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 }
 

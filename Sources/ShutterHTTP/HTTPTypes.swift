@@ -63,7 +63,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Whether the comma-separated list in `name` contains `token` (case-insensitive), as for `Connection: close`.
     public func containsToken(_ token: String, in name: String) -> Bool {
         values(name).contains { value in
-            value.split(separator: ",").contains { $0.trimmingSpaces().caseInsensitiveEquals(token) }
+            value.splitASCII(UInt8(ascii: ",")).contains { $0.trimmingSpaces().caseInsensitiveEquals(token) }
         }
     }
 
@@ -81,7 +81,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
     /// The request target in origin-form (absolute-form is converted) or `*`, e.g. `/library?limit=5`.
-    public var target: String
+    public var target: String {
+        didSet { path = Self.decodedPath(of: target) }
+    }
+    /// The path part of the target, percent-decoded (nil if the encoding is invalid). Decoded
+    /// once, when the target is set: the policy, the router and the handler each read it.
+    public private(set) var path: String?
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
@@ -102,24 +107,25 @@ public struct HTTPRequest: Sendable {
     ) {
         self.method = method
         self.target = target
+        self.path = Self.decodedPath(of: target)
         self.version = version
         self.headers = headers
         self.body = body
         self.peer = peer
     }
 
-    /// The path part of the target, percent-decoded (nil if the encoding is invalid).
-    public var path: String? {
-        let raw = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return PercentEncoding.decode(raw, plusAsSpace: false)
+    private static func decodedPath(of target: String) -> String? {
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else {
+            return PercentEncoding.decode(target, plusAsSpace: false)
+        }
+        return PercentEncoding.decode(target[..<mark], plusAsSpace: false)
     }
 
     /// The query parameters as sent, still percent-encoded, in order.
     public var rawQuery: [(name: Substring, value: Substring)] {
-        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return [] }
-        return parts[1].split(separator: "&").map { pair in
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return [] }
+        return target[target.utf8.index(after: mark)...].splitASCII(UInt8(ascii: "&")).map { pair in
+            let kv = pair.splitASCII(UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             return (kv[0], kv.count > 1 ? kv[1] : "")
         }
     }
@@ -264,9 +270,17 @@ extension StringProtocol {
 
     /// The text without leading and trailing spaces and tabs.
     public func trimmingSpaces() -> Substring {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
+        // Over the bytes: space and tab are ASCII, and a Character walk costs a grapheme break each.
+        let whole = Substring(self)
+        let bytes = whole.utf8
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start != end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while start != end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        return whole[start..<end]
     }
 }

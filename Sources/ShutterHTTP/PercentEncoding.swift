@@ -2,6 +2,11 @@
 public enum PercentEncoding {
     /// Decodes `%XX` escapes (and `+` as space when asked); nil if an escape is malformed or the result is not UTF-8.
     public static func decode(_ text: some StringProtocol, plusAsSpace: Bool) -> String? {
+        // Most paths and parameters escape nothing: they are already the decoded UTF-8.
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) })
+        {
+            return String(text)
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()

@@ -1,3 +1,5 @@
+import ShutterSystem
+
 /// Values captured from `{name}` segments of a route pattern.
 public struct RouteParameters: Sendable, Equatable {
     public private(set) var values: [String: String] = [:]
@@ -32,12 +34,24 @@ public struct Router: Sendable {
         case notFound
     }
 
-    private struct Route: Sendable {
+    /// A class, so the walk over the routes copies one reference a route, not four.
+    private final class Route: Sendable {
         let method: HTTPMethod
         let pattern: String
         let segments: [Segment]
         let handler: RouteHandler
         let scope: AccessScope
+
+        init(
+            method: HTTPMethod, pattern: String, segments: [Segment], handler: RouteHandler,
+            scope: AccessScope
+        ) {
+            self.method = method
+            self.pattern = pattern
+            self.segments = segments
+            self.handler = handler
+            self.scope = scope
+        }
     }
 
     private enum Segment: Sendable, Equatable {
@@ -76,9 +90,9 @@ public struct Router: Sendable {
 
     /// Finds the handler for `method` and the decoded `path`.
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
         // A trailing slash names a different resource ("/library/" is not "/library").
-        if path.count > 1 && path.hasSuffix("/") { return .notFound }
+        if path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/") { return .notFound }
+        let parts = path.splitASCII(UInt8(ascii: "/"), omittingEmptySubsequences: true)
         var allowed: [HTTPMethod] = []
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
@@ -93,14 +107,22 @@ public struct Router: Sendable {
 
     private static func match(_ segments: [Segment], _ parts: [Substring]) -> RouteParameters? {
         guard segments.count == parts.count else { return nil }
+        // The literals first: a route that does not match costs no allocation.
+        for (segment, part) in zip(segments, parts) {
+            if case .literal(let literal) = segment, part != literal { return nil }
+        }
         var values: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal):
-                guard part == literal else { return nil }
+            case .literal:
+                continue
             case .parameter(let name, let suffix):
-                guard part.hasSuffix(suffix), part.count > suffix.count else { return nil }
-                values[name] = String(part.dropLast(suffix.count))
+                let bytes = part.utf8
+                let suffixLength = suffix.utf8.count
+                guard bytes.count > suffixLength, bytes.suffix(suffixLength).elementsEqual(suffix.utf8) else {
+                    return nil
+                }
+                values[name] = String(part[..<bytes.index(bytes.endIndex, offsetBy: -suffixLength)])
             }
         }
         return RouteParameters(values)

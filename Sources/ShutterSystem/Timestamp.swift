@@ -57,11 +57,55 @@ public enum Timestamp {
     public static func httpDate(secondsSince1970 seconds: Int64) -> String {
         let (days, secOfDay) = floorDivide(seconds, 86400)
         let (year, month, day) = civilDate(daysSince1970: days)
-        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        let weekday = weekdays[Int(floorDivide(days, 7).1)]
-        return
-            "\(weekday), \(pad(day, 2)) \(months[Int(month) - 1]) \(year) \(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)) GMT"
+        let weekday = Int(floorDivide(days, 7).1)
+        guard (0...9999).contains(year) else {
+            let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+            return
+                "\(weekdays[weekday]), \(pad(day, 2)) \(months[Int(month) - 1]) \(year) \(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)) GMT"
+        }
+        // Every served file's `Last-Modified`: written byte by byte into its 29 bytes, where the
+        // interpolation of seven strings (and two arrays made on each call) cost 1% of a media request.
+        return String(unsafeUninitializedCapacity: 29) { buffer in
+            var index = 0
+            func name(_ table: StaticString, _ entry: Int) {
+                table.withUTF8Buffer { bytes in
+                    for offset in 0..<3 { buffer[index + offset] = bytes[entry * 3 + offset] }
+                }
+                index += 3
+            }
+            func digits(_ value: Int64, _ width: Int) {
+                var rest = value
+                for offset in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                index += width
+            }
+            func mark(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            name("ThuFriSatSunMonTueWed", weekday)
+            mark(",")
+            mark(" ")
+            digits(day, 2)
+            mark(" ")
+            name("JanFebMarAprMayJunJulAugSepOctNovDec", Int(month) - 1)
+            mark(" ")
+            digits(year, 4)
+            mark(" ")
+            digits(secOfDay / 3600, 2)
+            mark(":")
+            digits(secOfDay / 60 % 60, 2)
+            mark(":")
+            digits(secOfDay % 60, 2)
+            mark(" ")
+            mark("G")
+            mark("M")
+            mark("T")
+            return index
+        }
     }
 
     /// Parses an IMF-fixdate back to seconds since 1970, or nil if it is not one.

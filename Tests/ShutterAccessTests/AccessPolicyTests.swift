@@ -174,6 +174,18 @@ import Testing
         }
     }
 
+    @Test func localhostAuthoritiesAreRecognisedFromTheirBytes() {
+        for yes in ["localhost", "localhost:8080", "LocalHost:1", "LOCALHOST:65535"] {
+            #expect(OriginRules.isLocalhostAuthority(yes.utf8), "\(yes)")
+        }
+        for no in [
+            "", "localhos", "localhost:", "localhost:123456", "localhost.", "localhost.evil.example",
+            "localhost:80x", "xlocalhost", "localhost:80:80", "localhost :80",
+        ] {
+            #expect(!OriginRules.isLocalhostAuthority(no.utf8), "\(no)")
+        }
+    }
+
     @Test func crossSiteStateChangesAreRefusedAndScriptsAreNot() throws {
         let policy = try policy(anonymous: .admin, tokens: false, corsOrigins: ["https://dash.example.org"])
         let route = RouteMatch.handler(scope: .snap)

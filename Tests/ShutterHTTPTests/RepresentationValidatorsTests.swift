@@ -77,6 +77,20 @@ import Testing
     @Test func httpDatesRoundTrip() {
         #expect(Timestamp.httpDate(secondsSince1970: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(Timestamp.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        // Every weekday and month name, a leap day, the last second of a year (checked with date -u).
+        let known: [(Int64, String)] = [
+            (0, "Thu, 01 Jan 1970 00:00:00 GMT"), (951_782_400, "Tue, 29 Feb 2000 00:00:00 GMT"),
+            (1_798_761_599, "Thu, 31 Dec 2026 23:59:59 GMT"),
+            (4_102_444_800, "Fri, 01 Jan 2100 00:00:00 GMT"),
+        ]
+        for (seconds, text) in known {
+            #expect(Timestamp.httpDate(secondsSince1970: seconds) == text)
+            #expect(Timestamp.parseHTTPDate(text) == seconds)
+        }
+        for day in Int64(0)..<400 {
+            let seconds = 1_767_225_600 + day * 86_400 + 3_661
+            #expect(Timestamp.parseHTTPDate(Timestamp.httpDate(secondsSince1970: seconds)) == seconds)
+        }
         #expect(Timestamp.parseHTTPDate("yesterday") == nil)
         #expect(Timestamp.iso8601(millisecondsSince1970: 951_782_400_123) == "2000-02-29T00:00:00.123Z")
     }
