@@ -548,6 +548,7 @@ extension HTTPRequestParser {
         /// Parses `bytes`: a request line, field lines and the empty line ending them.
         init(parsing bytes: ArraySlice<UInt8>, limits: HTTPParserLimits) throws(HTTPParseError) {
             var lines: [ArraySlice<UInt8>] = []
+            lines.reserveCapacity(16)
             var lineStart = bytes.startIndex
             for index in bytes.indices where bytes[index] == ASCII.lineFeed {
                 var end = index
@@ -563,6 +564,7 @@ extension HTTPRequestParser {
             let authority: String?
             (method, target, version, authority) = try Self.parseRequestLine(lines[0], limits: limits)
             headers = HTTPHeaders()
+            headers.reserveCapacity(lines.count - 1)
             for line in lines.dropFirst() {
                 let field = try Self.parseFieldLine(line)
                 headers.add(name: field.name, value: field.value)

@@ -35,10 +35,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() {}
     public init(dictionaryLiteral elements: (String, String)...) {
+        fields.reserveCapacity(elements.count)
         for (name, value) in elements { add(name: name, value: value) }
     }
 
     public mutating func add(name: String, value: String) { fields.append((name, value)) }
+
+    /// Makes room for `count` fields in all, so adding them one by one reallocates nothing.
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
 
     /// Replaces every field called `name` with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
@@ -57,7 +61,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        // Asked for fields most requests do not have (Transfer-Encoding, Expect): no match
+        // allocates nothing.
+        var found: [String] = []
+        for field in fields where field.name.caseInsensitiveEquals(name) { found.append(field.value) }
+        return found
     }
 
     /// Whether the comma-separated list in `name` contains `token` (case-insensitive), as for `Connection: close`.
@@ -263,9 +271,19 @@ extension StringProtocol {
         let a = self.utf8
         let b = other.utf8
         guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A)
+        var i = a.startIndex
+        var j = b.startIndex
+        while i != a.endIndex {
+            let x = a[i]
+            let y = b[j]
+            if x != y {
+                let folded = x | 0x20
+                guard folded == y | 0x20, folded >= 0x61, folded <= 0x7A else { return false }
+            }
+            i = a.index(after: i)
+            j = b.index(after: j)
         }
+        return true
     }
 
     /// The text without leading and trailing spaces and tabs.

@@ -1,6 +1,7 @@
 /// Percent-decoding of URI components (RFC 3986 §2.1).
 public enum PercentEncoding {
     /// Decodes `%XX` escapes (and `+` as space when asked); nil if an escape is malformed or the result is not UTF-8.
+    @inlinable
     public static func decode(_ text: some StringProtocol, plusAsSpace: Bool) -> String? {
         // Most paths and parameters escape nothing: they are already the decoded UTF-8.
         if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) })
@@ -26,7 +27,8 @@ public enum PercentEncoding {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+    @usableFromInline
+    static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10

@@ -70,6 +70,37 @@ import Testing
     }
 }
 
+@Suite struct RouterCandidateTests {
+    /// Routes are looked up by their first segment; a pattern that starts with a parameter, and
+    /// the root, must still be found, and the first route added still wins.
+    @Test func rootParameterFirstAndOrderAreKept() {
+        var router = Router()
+        let ok = RouteHandler.immediate { _, _ in HTTPResponse() }
+        router.add(.get, "/", scope: .view, ok)
+        router.add(.get, "/{name}.txt", scope: .snap, ok)
+        router.add(.get, "/library", scope: .view, ok)
+        router.add(.post, "/{name}", scope: .admin, ok)
+        router.add(.get, "/{name}", scope: .view, ok)
+        func resolved(_ method: HTTPMethod, _ path: String) -> (String, RouteParameters)? {
+            guard case .handler(_, let parameters, _, let route) = router.resolve(method: method, path: path)
+            else { return nil }
+            return (route, parameters)
+        }
+        #expect(resolved(.get, "/")?.0 == "/")
+        #expect(resolved(.get, "/notes.txt")?.0 == "/{name}.txt")
+        #expect(resolved(.get, "/notes.txt")?.1 == RouteParameters(["name": "notes"]))
+        // "/library" is listed under its literal and also matches "/{name}": the earlier wins.
+        #expect(resolved(.get, "/library")?.0 == "/library")
+        #expect(resolved(.post, "/library")?.0 == "/{name}")
+        #expect(resolved(.get, "/other")?.0 == "/{name}")
+        guard case .methodNotAllowed(let allowed) = router.resolve(method: .delete, path: "/library") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(Set(allowed) == [.get, .head, .post])
+    }
+}
+
 @Suite struct RouterEndpointTests {
     @Test func endpointsListEveryRouteInOrder() {
         var router = Router()
