@@ -8,6 +8,8 @@ struct LibraryRoutes: Sendable {
     let catalog: MediaCatalog
     /// `wait=` on `after=` listings.
     let longPoll: LongPoll
+    /// Pages already written, answered again while the catalog has not changed.
+    let pages = ListingPageCache()
 
     /// Largest page `GET /library` (and `GET /jobs`) serves.
     static let maximumPageSize: Int64 = 500
@@ -16,7 +18,7 @@ struct LibraryRoutes: Sendable {
         router.add(
             .get, "/library", scope: .view,
             .immediateOrTask(
-                immediate: { request, _ in try notModified(request) },
+                immediate: { request, _ in try answerOnTheLoop(request) },
                 task: { request, _ in try await library(request) }))
         router.add(
             .get, "/library/{id}", scope: .view,
@@ -36,7 +38,9 @@ struct LibraryRoutes: Sendable {
     func library(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try LibraryQuery(request)
         if let wait = query.wait { try await waitForPictures(query, seconds: wait) }
-        let etag = listingETag()
+        // Read before the rows: a change after this makes the page stored below stale at once.
+        let generation = catalog.changeCounter
+        let etag = listingETag(generation)
         if let notModified = Self.notModified(request, etag: etag) { return notModified }
         let page = try await catalog.page(
             before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
@@ -53,7 +57,22 @@ struct LibraryRoutes: Sendable {
         var next: String?
         if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
         object.field("next", next)
-        return .json(.ok, object.finished(), headers: ["ETag": etag, "Cache-Control": "no-cache"])
+        let body = Array((object.finished() + "\n").utf8)
+        pages.store(body, query: Self.cacheKey(request), generation: generation)
+        return Self.page(body, etag: etag)
+    }
+
+    private static func page(_ body: [UInt8], etag: String) -> HTTPResponse {
+        HTTPResponse(
+            status: .ok,
+            headers: ["Content-Type": "application/json", "ETag": etag, "Cache-Control": "no-cache"],
+            body: .bytes(body))
+    }
+
+    /// The query as sent: two spellings of one query are two entries, which costs only room.
+    private static func cacheKey(_ request: HTTPRequest) -> String {
+        guard let mark = request.target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return "" }
+        return String(request.target[mark...])
     }
 
     /// Returns once the `after=` listing has a picture, or after `seconds` (the long-poll).
@@ -69,23 +88,27 @@ struct LibraryRoutes: Sendable {
             isReady: { isEmpty in !isEmpty })
     }
 
-    /// `GET /library`'s answer when the client's copy is current: a `304`, on the event loop.
+    /// `GET /library`'s answer when it needs no catalog: a `304` when the client's copy is
+    /// current, or the page stored when the same query was last answered at this state.
     ///
-    /// Polling with `If-None-Match` is how scripts and the page watch the library, so the common
-    /// answer is made without a task or the catalog's thread: the ETag is the catalog's change
-    /// counter, an atomic. nil hands the request to `library`. The query is checked first, so a
-    /// bad one gets its `400` with or without the header.
-    func notModified(_ request: HTTPRequest) throws -> HTTPResponse? {
-        guard request.headers["If-None-Match"] != nil else { return nil }
+    /// Polling is how scripts and the page watch the library, so the common answers are made
+    /// on the event loop, without a task or the catalog's thread: the ETag is the catalog's
+    /// change counter, an atomic. nil hands the request to `library`. The query is checked
+    /// first, so a bad one gets its `400` either way.
+    func answerOnTheLoop(_ request: HTTPRequest) throws -> HTTPResponse? {
         // A long-poll waits first, on its task; the 304 comes after the wait, if at all.
         guard try LibraryQuery(request).wait == nil else { return nil }
-        return Self.notModified(request, etag: listingETag())
+        let generation = catalog.changeCounter
+        let etag = listingETag(generation)
+        if let notModified = Self.notModified(request, etag: etag) { return notModified }
+        guard let body = pages.page(query: Self.cacheKey(request), generation: generation) else { return nil }
+        return Self.page(body, etag: etag)
     }
 
     /// The listing changes only when a picture is added, deleted or marked, so one counter
     /// validates every page and filter.
-    private func listingETag() -> String {
-        "W/\"\(catalog.instanceToken)-\(catalog.changeCounter)\""
+    private func listingETag(_ generation: UInt64) -> String {
+        "W/\"\(catalog.instanceToken)-\(generation)\""
     }
 
     private static func notModified(_ request: HTTPRequest, etag: String) -> HTTPResponse? {
