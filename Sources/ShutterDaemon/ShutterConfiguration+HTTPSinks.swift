@@ -106,18 +106,10 @@ extension ConfigurationKey {
                 "an AWS shared credentials file whose [default] profile has the S3 key pair; without it, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment",
             apply: { config, text in config.httpSinks.s3CredentialsFile = text },
             current: { $0.httpSinks.s3CredentialsFile.isEmpty ? "none" : $0.httpSinks.s3CredentialsFile }),
-        ConfigurationKey(
-            name: "outbox_timeout_ms", valueName: "MS",
-            help:
-                "milliseconds one webhook POST or S3 request may take, connecting included (1000 to 600000); then it is retried",
-            apply: { config, text in
-                guard let value = Int(text), (1000...600_000).contains(value) else {
-                    throw ConfigurationError(
-                        "outbox_timeout_ms: '\(text)' is not a whole number from 1000 to 600000")
-                }
-                config.httpSinks.timeoutMilliseconds = value
-            },
-            current: { String($0.httpSinks.timeoutMilliseconds) }),
+        .integer(
+            "outbox_timeout_ms", "MS",
+            "milliseconds one webhook POST or S3 request may take, connecting included (1000 to 600000); then it is retried",
+            range: 1000...600_000, \.httpSinks.timeoutMilliseconds),
     ]
 
     private static func validateWebhookURL(_ url: String) throws {

@@ -84,28 +84,13 @@ extension ConfigurationKey {
             "mqtt_publish_jpeg",
             "publish each new picture's JPEG, retained, on PREFIX/picture/jpeg (the Home Assistant camera's image)",
             \.mqtt.publishJPEG),
-        ConfigurationKey(
-            name: "mqtt_jpeg_max_bytes", valueName: "BYTES",
-            help:
-                "pictures larger than this are not published as JPEG, only their record (1024 to 268435455)",
-            apply: { config, text in
-                guard let value = Int(text), (1024...268_435_455).contains(value) else {
-                    throw ConfigurationError(
-                        "mqtt_jpeg_max_bytes: '\(text)' is not a whole number from 1024 to 268435455")
-                }
-                config.mqtt.jpegMaximumBytes = value
-            },
-            current: { String($0.mqtt.jpegMaximumBytes) }),
-        ConfigurationKey(
-            name: "mqtt_job_every_s", valueName: "S",
-            help: "the interval of the job a plain ON on PREFIX/job/set starts (1 to 86400)",
-            apply: { config, text in
-                guard let value = Int(text), (1...86_400).contains(value) else {
-                    throw ConfigurationError(
-                        "mqtt_job_every_s: '\(text)' is not a whole number from 1 to 86400")
-                }
-                config.mqtt.jobEverySeconds = value
-            },
-            current: { String($0.mqtt.jobEverySeconds) }),
+        .integer(
+            "mqtt_jpeg_max_bytes", "BYTES",
+            "pictures larger than this are not published as JPEG, only their record (1024 to 268435455)",
+            range: 1024...268_435_455, \.mqtt.jpegMaximumBytes),
+        .integer(
+            "mqtt_job_every_s", "S",
+            "the interval of the job a plain ON on PREFIX/job/set starts (1 to 86400)",
+            range: 1...86_400, \.mqtt.jobEverySeconds),
     ]
 }

@@ -122,7 +122,8 @@ extension String {
 }
 
 extension ConfigurationKey {
-    private static func integer(
+    /// A whole-number key, refused with the same message everywhere when out of `range`.
+    static func integer(
         _ name: String, _ valueName: String, _ help: String, range: ClosedRange<Int>,
         _ keyPath: WritableKeyPath<ShutterConfiguration, Int> & Sendable
     ) -> ConfigurationKey {
