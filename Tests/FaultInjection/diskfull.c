@@ -148,6 +148,7 @@ static int matches(const char *path, const char *pattern) {
 
 /* Whether `call` about `first` (or `second`) must fail now; consumes one of the rule's failures. */
 static int should_fail(enum call call, const char *first, const char *second) {
+    int saved_errno = errno;
     int fail = 0;
     pthread_mutex_lock(&lock);
     refresh_rules();
@@ -166,6 +167,7 @@ static int should_fail(enum call call, const char *first, const char *second) {
         }
     }
     pthread_mutex_unlock(&lock);
+    errno = saved_errno;
     return fail;
 }
 
@@ -173,17 +175,23 @@ static int should_fail(enum call call, const char *first, const char *second) {
  * rule for the call exists, so an idle library costs one stat(2) per call. */
 static int should_fail_fd(enum call call, int fd) {
     pthread_once(&resolve_once, resolve);
+    /* The bookkeeping's own calls must not change errno: a caller may read it after a call
+     * that succeeded (SQLite's sqlite3_system_errno reads it well after the failed one). */
+    int saved_errno = errno;
     pthread_mutex_lock(&lock);
     refresh_rules();
     int wanted = active_calls & (1 << call);
     pthread_mutex_unlock(&lock);
-    if (!wanted) return 0;
+    int fail = 0;
     char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t length = readlink(link, path, sizeof path - 1);
-    if (length < 0) return 0;
-    path[length] = '\0';
-    return should_fail(call, path, NULL);
+    ssize_t length = wanted ? readlink(link, path, sizeof path - 1) : -1;
+    if (length >= 0) {
+        path[length] = '\0';
+        fail = should_fail(call, path, NULL);
+    }
+    errno = saved_errno;
+    return fail;
 }
 
 EXPORT ssize_t write(int fd, const void *buffer, size_t count) {
