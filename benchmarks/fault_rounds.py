@@ -235,6 +235,19 @@ class Checker:
 
     def check(self, daemon, client, receiver):
         daemon.wait_for_log("media directory checked", timeout=30)
+        # A job the kill interrupted resumes in this daemon (that resumption is part of the
+        # test); it is cancelled so that nothing changes while the checks look.
+        status, page = call(daemon.port, "GET", "/jobs?limit=500")
+        assert status == 200, page
+        for job in page["items"]:
+            if job["state"] in ("scheduled", "running"):
+                self.figures["jobs resumed, then cancelled"] += 1
+                call(daemon.port, "DELETE", f"/jobs/{job['id']}")
+                status, ended = call(daemon.port, "GET", f"/jobs/{job['id']}?wait=10&state_not=running")
+                assert ended["state"] not in ("scheduled", "running"), ended
+        time.sleep(0.1)  # a shot's insert that was in flight has committed
+        # The receiver's view first: whatever it was told had committed before the look below.
+        delivered_before = receiver.snapshot()
         state = catalog_state(self.data_dir)
         rows, files, thumbs = state["rows"], state["files"], state["thumbnails"]
         problems = []
@@ -277,7 +290,7 @@ class Checker:
         if alive != set(rows):
             problems.append(f"events say {sorted(alive ^ set(rows))[:10]} differently from the rows")
         # 4. what clients were told.
-        told = set(client.created) | {e["data"]["id"] for _, _, e in receiver.snapshot()
+        told = set(client.created) | {e["data"]["id"] for _, _, e in delivered_before
                                       if e["type"] == "picture.created"}
         lost = sorted(i for i in told if i not in rows and i not in deleted)
         if lost:
@@ -326,6 +339,7 @@ def run_rounds(binary, work_dir, rounds, seed, log=print, kill_window=(0.3, 2.0)
     checker = Checker(data_dir)
     counts = collections.Counter()
     kill_times = []
+    daemon = None
     try:
         daemon = Daemon(data_dir, [*BASE_ARGS, "--webhook-url", receiver.url], binary=binary).start()
         daemon.wait_for_log("sink starts with the events from now on")
@@ -365,6 +379,10 @@ def run_rounds(binary, work_dir, rounds, seed, log=print, kill_window=(0.3, 2.0)
                 raise AssertionError(f"round {number} ({activity}, seed {seed}):\n  " + "\n  ".join(problems))
         daemon.stop(signal.SIGTERM)
     finally:
+        # A failed round leaves its daemon running: never leave it behind.
+        if daemon is not None and daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
         receiver.close()
     figures = dict(checker.figures)
     figures["rounds"] = rounds
