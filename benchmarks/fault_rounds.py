@@ -11,6 +11,8 @@ with SIGKILL at a random moment of it:
     deletes    snaps and DELETEs of random pictures, interleaved
     retention  snaps into a daemon keeping at most 12 pictures (retention_min_age_s 0)
     outbox     snaps and PATCHes while the webhook receiver is slow and refuses every third POST
+    camera     snaps and an interval job on the emulated V4L2 camera, which unplugs for 0.4 s
+               after every 20 frames (Tests/EmulatedCamera): shots and snaps fail meanwhile
 
 Thumbnails are asked for (and cached) all along. A webhook receiver on a loopback port gets every
 event, in every round. After the kill the daemon is started again and, once its start-up check of
@@ -52,9 +54,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Tests" / "e2e"))
 
 from conftest import Daemon  # noqa: E402
+from emucam import emucam_env  # noqa: E402
 from faults import catalog_state  # noqa: E402
 
-ACTIVITIES = ("snaps", "burst", "interval", "deletes", "retention", "outbox")
+ACTIVITIES = ("snaps", "burst", "interval", "deletes", "retention", "outbox", "camera")
 BASE_ARGS = ["--size", "320x240", "--fps", "30", "--min-free-bytes", "0", "--access-log", "false",
              "--max-job-shots", "100000", "--outbox-timeout-ms", "2000"]
 
@@ -209,8 +212,11 @@ def run_activity(activity, port, client, rng, stop, errors):
         "outbox": patches,
         "burst": lambda: job({"kind": "burst", "count": 300}),
         "interval": lambda: job({"kind": "interval", "every": 0.1, "count": 1000}),
+        "camera": lambda: job({"kind": "interval", "every": 0.1, "count": 1000}),
     }[activity]
     threads = [guarded(work), guarded(thumbnails)]
+    if activity == "camera":
+        threads.append(guarded(snaps))
     for thread in threads:
         thread.start()
     return threads
@@ -350,12 +356,18 @@ def run_rounds(binary, work_dir, rounds, seed, log=print, kill_window=(0.3, 2.0)
             # activity's options.
             daemon.stop(signal.SIGKILL)
             args = [*BASE_ARGS, "--webhook-url", receiver.url]
+            env = None
             if activity == "retention":
                 args += ["--retention-max-pictures", "12", "--retention-min-age-s", "0"]
+            if activity == "camera":
+                # Later flags win: the emulated camera's size replaces the test pattern's.
+                args += ["--camera", "/dev/video0", "--size", "640x480", "--warmup-ms", "100",
+                         "--reopen-interval-ms", "200", "--snap-timeout-ms", "500"]
+                env = emucam_env(unplug_after=20, unplug_seconds=0.4, unplug_times=0)
             with receiver.lock:
                 receiver.generation += 1
                 receiver.delay_s, receiver.refuse_every = (0.03, 3) if activity == "outbox" else (0.0, 0)
-            daemon = Daemon(data_dir, args, binary=binary).start()
+            daemon = Daemon(data_dir, args, env=env, binary=binary).start()
             stop, errors = threading.Event(), []
             threads = run_activity(activity, daemon.port, client, worker_rng, stop, errors)
             kill_after = rng.uniform(*kill_window)

@@ -337,3 +337,55 @@ def test_wall_clock_steps_leave_the_interval_alone_and_taken_at_follows_the_wall
 def parse_rfc3339(text):
     from datetime import datetime, timezone
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+# ---------------------------------------------------------------------------------------------
+# The camera failing under an interval job, a preview viewer and snaps (the emulated camera).
+
+@pytest.mark.parametrize("fault", [
+    {"unplug_after": 45, "unplug_seconds": 1.5},  # gone for 1.5 s, once
+    {"stall_after": 45},  # frames stop after 45 of every stream, without an error
+])
+def test_a_failing_camera_costs_shots_not_the_job_and_stores_no_broken_picture(make_daemon, tmp_path, fault):
+    from emucam import emucam_env
+    from mjpeg import MJPEGStream
+
+    data_dir = tmp_path / "data"
+    d = make_daemon(["--camera", "/dev/video0", "--size", "640x480", "--fps", "30", "--warmup-ms", "100",
+                     "--reopen-interval-ms", "300", "--snap-timeout-ms", "1000", "--min-free-bytes", "0"],
+                    env=emucam_env(**fault), data_dir=data_dir)
+    every, count = 0.25, 24
+    status, _, job = d.json("POST", "/jobs", json.dumps({"kind": "interval", "every": every, "count": count}))
+    assert status == 201, job
+    preview = MJPEGStream(d.port, "/preview.mjpg?fps=10")
+    preview.read_preamble()
+    snaps, refusals, parts = [], [], 0
+    deadline = time.monotonic() + count * every + 8
+    while time.monotonic() < deadline:
+        _, jpeg, _, _ = preview.next_part()
+        assert djpeg_size(jpeg) == (640, 480)  # a camera frame or the no-signal one, never broken
+        parts += 1
+        if parts % 5 == 0:
+            status, _, body = d.json("POST", "/snap")
+            if status == 201:
+                snaps.append(body)
+            else:
+                assert status == 503 and body["error"] == "camera unavailable", (status, body)
+                refusals.append(body)
+        status, _, current = d.json("GET", f"/jobs/{job['id']}")
+        if current["state"] not in ("scheduled", "running"):
+            break
+    preview.close()
+    assert current["state"] == "done", current
+    # Each slot was either shot or counted missed; the camera's absence cost some, not the job.
+    assert current["taken"] + current["missed"] == count, current
+    assert current["missed"] >= 1 and current["taken"] >= count // 3, current
+    assert current["last_failure_kind"] == "camera_unavailable", current
+    assert parts >= 10 and snaps, (parts, snaps)
+    d.wait_for_log("camera failed")
+    d.wait_for_log("camera recovered")
+    # Every picture stored is whole, the job's and the snaps', and nothing else is in media/.
+    pictures = [r for r in all_records(d)]
+    assert len([r for r in pictures if r["job_id"] == job["id"]]) == current["taken"]
+    assert_library_is(d, data_dir, pictures)
+    assert {r["id"] for r in snaps} <= {r["id"] for r in pictures}
