@@ -389,3 +389,47 @@ def test_a_failing_camera_costs_shots_not_the_job_and_stores_no_broken_picture(m
     assert len([r for r in pictures if r["job_id"] == job["id"]]) == current["taken"]
     assert_library_is(d, data_dir, pictures)
     assert {r["id"] for r in snaps} <= {r["id"] for r in pictures}
+
+
+# ---------------------------------------------------------------------------------------------
+# A real disk filling up (a 2 MiB tmpfs) under a burst, then kill -9 and a restart on it.
+
+from test_storage_limits import tiny_fs  # noqa: E402,F401 - a fixture
+
+
+def test_a_disk_filling_under_a_burst_then_kill_9_and_a_restart_on_the_full_disk(tiny_fs, make_daemon):  # noqa: F811
+    data_dir = tiny_fs / "data"
+    args = ["--size", "640x480", "--fps", "30", "--min-free-bytes", "0"]
+    d = make_daemon(args, data_dir=data_dir)
+    status, _, job = d.json("POST", "/jobs", json.dumps({"kind": "burst", "count": 1000}))
+    assert status == 201, job
+    # Killed while the burst runs into the full disk: shots are refused, the job goes on.
+    deadline = time.monotonic() + 30
+    while "storage full" not in (d.json("GET", "/healthz")[2].get("reason") or ""):
+        assert time.monotonic() < deadline, "the 2 MiB tmpfs never filled up"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    status, _, running = d.json("GET", f"/jobs/{job['id']}")
+    assert running["state"] == "running" and running["missed"] >= 1, running
+    d.stop(signal.SIGKILL)
+
+    # The daemon starts on the full disk, and what it lists is exactly what is there, whole.
+    d.start()
+    d.wait_for_log("media directory checked")
+    # The burst resumes (refused for space, or counting the frames it missed while down);
+    # stopped, or ended by itself, so nothing changes while we look.
+    d.json("DELETE", f"/jobs/{job['id']}")
+    status, _, ended = d.json("GET", f"/jobs/{job['id']}?wait=10&state_not=running")
+    assert ended["state"] not in ("scheduled", "running"), ended
+    time.sleep(0.2)  # a shot in flight at the cancel has been stored or refused
+    state = catalog_state(data_dir)
+    assert set(state["rows"]) == state["files"] and not state["leftovers"], state
+    pictures = all_records(d)
+    assert len(pictures) >= 3
+    assert_library_is(d, data_dir, pictures)
+    # Deleting makes room for a snap on the full disk.
+    for gone in pictures[:3]:
+        assert d.request("DELETE", f"/library/{gone['id']}")[0] == 204
+    status, _, record = d.json("POST", "/snap")
+    assert status == 201, record
+    assert_library_is(d, data_dir, pictures[3:] + [record])
