@@ -28,7 +28,8 @@ import PackageDescription
 //                     and the connection transports (plain TCP, TLS with OpenSSL's libssl)
 //   ShutterSystem     the OS layer: the one syscall wrapper, the clock seam, threads, the logger, SHA-256
 //   C targets         declarations Swift cannot import (CShutterLinux, CV4L2), the per-pixel
-//                     loops (CShutterPixels), and the Debian libraries (system-library targets)
+//                     loops (CShutterPixels), SQLite's VFS shim that keeps a failed write's errno
+//                     (CShutterSQLite), and the Debian libraries (system-library targets)
 let package = Package(
     name: "Shutter",
     products: [
@@ -58,6 +59,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // The default SQLite VFS with the errno of a failed write or sync kept for its thread, so
+        // a full disk met by the WAL's fsync is told apart from other I/O errors.
+        .target(name: "CShutterSQLite", dependencies: ["CSQLite"]),
         // SHA-256 for picture checksums and random tokens, from OpenSSL's libcrypto
         // rather than a hand-written digest.
         .systemLibrary(
@@ -86,7 +90,7 @@ let package = Package(
             dependencies: [
                 "ShutterSystem", "CTurboJPEG", "CShutterPixels", "CV4L2", "CV4LConvert", "CFreeType",
             ]),
-        .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite"]),
+        .target(name: "ShutterCatalog", dependencies: ["ShutterSystem", "CSQLite", "CShutterSQLite"]),
         .target(name: "ShutterJobs", dependencies: ["ShutterSystem"]),
         .target(name: "ShutterCapture", dependencies: ["ShutterSystem", "ShutterCamera"]),
         .target(

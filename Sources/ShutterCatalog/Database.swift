@@ -1,4 +1,5 @@
 import CSQLite
+import CShutterSQLite
 
 /// One SQLite connection, in the GRDB shape: `execute(sql:arguments:)`, prepared and cached
 /// statements, typed arguments and rows.
@@ -23,7 +24,10 @@ public final class Database {
         // SQLITE_OPEN_EXRESCODE makes every call return extended result codes.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         var connection: OpaquePointer?
-        let code = sqlite3_open_v2(path, &connection, flags, nil)
+        // The unix VFS, keeping the errno of a failed write or sync (CShutterSQLite) so that a full
+        // disk is reported as one whichever call met it; the plain default if that cannot register.
+        let vfs: String? = shutter_sqlite_register_vfs() == SQLITE_OK ? SHUTTER_SQLITE_VFS_NAME : nil
+        let code = sqlite3_open_v2(path, &connection, flags, vfs)
         guard let connection else {
             throw DatabaseError(extendedResultCode: code, message: String(cString: sqlite3_errstr(code)))
         }

@@ -1,4 +1,5 @@
 import CSQLite
+import CShutterSQLite
 
 /// A failed SQLite call: the extended result code, SQLite's message, and the SQL that ran.
 public struct DatabaseError: Error, CustomStringConvertible, Equatable, Sendable {
@@ -30,11 +31,19 @@ public struct DatabaseError: Error, CustomStringConvertible, Equatable, Sendable
 
     /// The error SQLite reports for `connection` after a call returned `code`.
     static func lastError(of connection: OpaquePointer, code: Int32, sql: String?) -> DatabaseError {
-        DatabaseError(
+        // The errno of the write or sync that failed, kept by the VFS as it happened, is the cause;
+        // sqlite3_system_errno is errno when the statement ended, after SQLite's recovery made
+        // other calls (CShutterSQLite.h). Taken for every error, so none is left for a later one.
+        let failedCallErrno = shutter_sqlite_take_io_errno()
+        let primary = code & 0xFF
+        let systemErrno =
+            (primary == SQLITE_IOERR || primary == SQLITE_FULL) && failedCallErrno != 0
+            ? failedCallErrno : sqlite3_system_errno(connection)
+        return DatabaseError(
             extendedResultCode: code,
             message: String(cString: sqlite3_errmsg(connection)),
             sql: sql,
-            systemErrno: sqlite3_system_errno(connection))
+            systemErrno: systemErrno)
     }
 
     /// A misuse detected on the Swift side, reported like SQLite's own `SQLITE_MISUSE`.

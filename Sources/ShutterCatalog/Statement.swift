@@ -1,4 +1,5 @@
 import CSQLite
+import CShutterSQLite
 
 /// SQLite copies text and blobs bound with this destructor before `sqlite3_bind_*` returns
 /// (https://www.sqlite.org/c3ref/bind_blob.html). The C macro is a cast of -1 that Swift does
@@ -56,6 +57,7 @@ public final class Statement {
     public func forEachRow(arguments: StatementArguments = [], _ body: (Row) throws -> Void) throws {
         try bind(arguments)
         defer { sqlite3_reset(handle) }
+        Self.forgetEarlierIOErrno()
         while true {
             let code = sqlite3_step(handle)
             switch code {
@@ -84,6 +86,7 @@ public final class Statement {
     {
         try bind(arguments)
         defer { sqlite3_reset(handle) }
+        Self.forgetEarlierIOErrno()
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW: return try decode(Row(statement: handle))
@@ -93,6 +96,12 @@ public final class Statement {
     }
 
     private var connection: OpaquePointer { sqlite3_db_handle(handle) }
+
+    /// Drops an errno the VFS kept from a failure SQLite recovered from (a truncate it ignores),
+    /// so that only a failure of this statement explains its error (`DatabaseError.lastError`).
+    private static func forgetEarlierIOErrno() {
+        _ = shutter_sqlite_take_io_errno()
+    }
 
     private func bind(_ value: DatabaseValue, at index: Int32) -> Int32 {
         switch value {

@@ -39,6 +39,15 @@ import Testing
         #expect(error.errno == EDQUOT)
     }
 
+    @Test func aFailedWALSyncWithENOSPCIsStorageFull() {
+        // SQLITE_IOERR_FSYNC (1034): delayed allocation can report a full disk only at fsync.
+        let ioError = DatabaseError(extendedResultCode: 1034, message: "disk I/O error", systemErrno: ENOSPC)
+        #expect(CatalogError(ioError).isStorageFull)
+        // The same code with another errno is a database failure, not a full disk.
+        let other = DatabaseError(extendedResultCode: 1034, message: "disk I/O error", systemErrno: EIO)
+        #expect(CatalogError(other) == .database(other))
+    }
+
     @Test func otherDatabaseErrorsStayDatabaseErrors() {
         let error = DatabaseError(extendedResultCode: SQLITE_CONSTRAINT, message: "constraint", sql: "INSERT")
         #expect(CatalogError(error) == .database(error))

@@ -20,6 +20,22 @@ import Testing
         }
     }
 
+    @Test func filesGoThroughTheVFSThatKeepsAFailedWritesErrno() async throws {
+        // A full disk met by the WAL's fsync is told apart only through this VFS (CShutterSQLite);
+        // Tests/e2e/test_faults.py makes that fsync fail with ENOSPC and expects a 507.
+        try await withTemporaryDirectory { directory in
+            let database = try Database(path: "\(directory)/test.sqlite")
+            var name: UnsafeMutablePointer<CChar>?
+            #expect(sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_VFSNAME, &name) == SQLITE_OK)
+            defer { sqlite3_free(name) }
+            #expect(name.map { String(cString: $0) } == "shutter-unix/unix")
+            // And it works as the default one does: a write and a read back through the WAL.
+            try database.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            try database.inTransaction { try database.execute(sql: "INSERT INTO t (id) VALUES (7)") }
+            #expect(try database.fetchOne(sql: "SELECT id FROM t") { try $0.decode(Int.self, at: 0) } == 7)
+        }
+    }
+
     @Test func manyDistinctStringsAndBlobsReadBackIntact() async throws {
         try await withTemporaryDirectory { directory in
             let database = try Database(path: "\(directory)/test.sqlite")
