@@ -24,7 +24,10 @@ struct TestAPI {
     let loop = ManualSerialQueue()
     let events: EventHub
 
-    init(directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil) throws {
+    init(
+        directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil,
+        maxPendingSnaps: Int = 64
+    ) throws {
         let clock = self.clock
         let capture = try CaptureService(
             source: FakeCameraSource(), quality: 80, clock: clock, logger: Self.quiet)
@@ -42,7 +45,8 @@ struct TestAPI {
             discovery: try DeviceDiscovery(logger: Self.quiet), events: events,
             settings: .init(
                 snapTimeoutMilliseconds: 100, previewStallTimeoutMilliseconds: 1000, cameraPath: nil,
-                version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32))),
+                version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32)),
+                maxPendingSnaps: maxPendingSnaps),
             clock: clock, logger: logSink.map { Logger(label: "test", level: .info, sink: $0) } ?? Self.quiet)
         router = api.router()
     }
