@@ -25,7 +25,7 @@ struct SnapRoutes: Sendable {
     /// `snap`, counted by how it ended.
     func countedSnap(_ request: HTTPRequest) async throws -> HTTPResponse {
         do {
-            let response = try await admission.admit { try await snap(request) }
+            let response = try await admission.admit(from: request.peer) { try await snap(request) }
             results.count(response.status.code < 300 ? .stored : .failed)
             return response
         } catch {

@@ -294,7 +294,7 @@ extension ConfigurationKey {
             range: 100...60000, \.snapTimeoutMilliseconds),
         integer(
             "max_pending_snaps", "N",
-            "POST /snap requests in progress at once (waiting for a frame or for storage); more are answered 503",
+            "POST /snap requests in progress at once (waiting for a frame or for storage), a quarter of them from one client address; more are answered 503",
             range: 1...10_000, \.maxPendingSnaps),
         integer(
             "preview_stall_timeout_ms", "MS",

@@ -52,10 +52,11 @@ struct TestAPI {
     }
 
     /// The answer of the handler routed for `method` and `target`, run as the server would run it.
-    func respond(_ method: HTTPMethod, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [])
-        async -> HTTPResponse
-    {
-        let request = HTTPRequest(method: method, target: target, headers: headers, body: body)
+    func respond(
+        _ method: HTTPMethod, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
+        peer: PeerAddress? = nil
+    ) async -> HTTPResponse {
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
         guard
             case .handler(let handler, let parameters, _, _) = router.resolve(
                 method: method, path: request.path ?? "")
