@@ -112,6 +112,18 @@ struct JobShotError: HTTPResponseError {
     }
 }
 
+extension SnapAdmission.LimitReached: HTTPResponseError {
+    /// The server is busy storing other snaps, not the request wrong: try again shortly.
+    public var status: HTTPStatus { .serviceUnavailable }
+    public var error: String { "too busy" }
+    public var detail: String {
+        perClient
+            ? "\(limit) snaps from this address are in progress (a quarter of max_pending_snaps)"
+            : "\(limit) snaps are in progress (max_pending_snaps)"
+    }
+    public var headers: HTTPHeaders { ["Retry-After": "1"] }
+}
+
 extension ChangeFeedError: HTTPResponseError {
     /// A limit on open streams or waiters: the server is busy, not the request wrong.
     public var status: HTTPStatus { .serviceUnavailable }

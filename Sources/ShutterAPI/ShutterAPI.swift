@@ -32,12 +32,16 @@ public struct ShutterAPI: Sendable {
         public var outbox: [OutboxDispatcher]
         /// Where an offloaded picture is fetched from (a presigned S3 URL); nil: no offload.
         public var remoteMediaURL: (@Sendable (MediaRecord) -> String?)?
+        /// `POST /snap` requests in progress at once; more are answered 503.
+        public var maxPendingSnaps: Int
 
         public init(
             snapTimeoutMilliseconds: Int, previewStallTimeoutMilliseconds: Int, cameraPath: String?,
             version: String, links: SignedLinks? = nil, tls: Bool = false, httpMetrics: HTTPMetrics? = nil,
-            outbox: [OutboxDispatcher] = [], remoteMediaURL: (@Sendable (MediaRecord) -> String?)? = nil
+            outbox: [OutboxDispatcher] = [], remoteMediaURL: (@Sendable (MediaRecord) -> String?)? = nil,
+            maxPendingSnaps: Int = 64
         ) {
+            self.maxPendingSnaps = maxPendingSnaps
             self.remoteMediaURL = remoteMediaURL
             self.httpMetrics = httpMetrics
             self.outbox = outbox
@@ -64,6 +68,8 @@ public struct ShutterAPI: Sendable {
     let startedAt: MonotonicInstant
     /// How snaps ended, for `/metrics`.
     let snapResults = SnapResults()
+    /// Snaps in progress, held to `settings.maxPendingSnaps`.
+    let snapAdmission: SnapAdmission
 
     public init(
         capture: CaptureService, catalog: MediaCatalog, jobs: JobService, preview: LivePreview<PreviewPart>,
@@ -77,6 +83,7 @@ public struct ShutterAPI: Sendable {
         self.preview = preview
         self.discovery = discovery
         self.settings = settings
+        snapAdmission = SnapAdmission(limit: settings.maxPendingSnaps)
         self.clock = clock
         self.logger = logger
         self.startedAt = clock.monotonicNow()
@@ -89,7 +96,8 @@ public struct ShutterAPI: Sendable {
         let jobRoutes = JobRoutes(jobs: jobs, catalog: catalog, capture: capture, longPoll: longPoll)
         SnapRoutes(
             capture: capture, catalog: catalog, jobs: jobRoutes, clock: clock,
-            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds, results: snapResults
+            snapTimeoutMilliseconds: settings.snapTimeoutMilliseconds, results: snapResults,
+            admission: snapAdmission
         ).register(in: &router)
         MetricsRoutes(
             capture: capture, catalog: catalog, preview: preview, snaps: snapResults,

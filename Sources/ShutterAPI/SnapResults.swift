@@ -11,6 +11,8 @@ public final class SnapResults: Sendable {
         case cameraUnavailable = "camera_unavailable"
         /// The disk is full or at `min_free_bytes` (507).
         case storageFull = "storage_full"
+        /// `max_pending_snaps` snaps were in progress already (503).
+        case busy
         /// The request was refused (4xx).
         case refused
         /// Anything else (500).
@@ -18,6 +20,10 @@ public final class SnapResults: Sendable {
 
         /// The result an error thrown by the snap handler stands for.
         init(_ error: any Error) {
+            if error is SnapAdmission.LimitReached {
+                self = .busy
+                return
+            }
             // By the status the error is answered with (ErrorResponses.swift decides it).
             guard let error = error as? any HTTPResponseError else {
                 self = .failed

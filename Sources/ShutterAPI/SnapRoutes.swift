@@ -15,6 +15,8 @@ struct SnapRoutes: Sendable {
 
     /// Snaps by how they ended, for `/metrics`.
     let results: SnapResults
+    /// Snaps in progress, held to `max_pending_snaps`.
+    let admission: SnapAdmission
 
     func register(in router: inout Router) {
         router.add(.post, "/snap", scope: .snap, .task { request, _ in try await countedSnap(request) })
@@ -23,7 +25,7 @@ struct SnapRoutes: Sendable {
     /// `snap`, counted by how it ended.
     func countedSnap(_ request: HTTPRequest) async throws -> HTTPResponse {
         do {
-            let response = try await snap(request)
+            let response = try await admission.admit(from: request.peer) { try await snap(request) }
             results.count(response.status.code < 300 ? .stored : .failed)
             return response
         } catch {

@@ -42,6 +42,8 @@ public struct ShutterConfiguration: Sendable, Equatable {
     public var logFormat = LogStyle.Format.text
     public var accessLog = true
     public var snapTimeoutMilliseconds = 3000
+    /// `POST /snap` requests in progress at once (waiting for a frame or for storage).
+    public var maxPendingSnaps = 64
     /// A `/preview.mjpg` viewer that reads nothing for this long is disconnected.
     public var previewStallTimeoutMilliseconds = 10_000
     /// Open `/events` streams at once (503 beyond).
@@ -291,6 +293,10 @@ extension ConfigurationKey {
             "snap_timeout_ms", "MS",
             "how long a snap or a preview waits for a fresh frame before answering 503",
             range: 100...60000, \.snapTimeoutMilliseconds),
+        integer(
+            "max_pending_snaps", "N",
+            "POST /snap requests in progress at once (waiting for a frame or for storage), a quarter of them from one client address; more are answered 503",
+            range: 1...10_000, \.maxPendingSnaps),
         integer(
             "preview_stall_timeout_ms", "MS",
             "a /preview.mjpg viewer that reads nothing for this long is disconnected",

@@ -131,7 +131,8 @@ public final class ShutterDaemon {
                 snapTimeoutMilliseconds: configuration.snapTimeoutMilliseconds,
                 previewStallTimeoutMilliseconds: configuration.previewStallTimeoutMilliseconds,
                 cameraPath: cameraPath, version: Self.version, links: links, tls: tls != nil,
-                httpMetrics: httpMetrics, outbox: outbox, remoteMediaURL: try remoteMediaURL(clock: clock)),
+                httpMetrics: httpMetrics, outbox: outbox, remoteMediaURL: try remoteMediaURL(clock: clock),
+                maxPendingSnaps: configuration.maxPendingSnaps),
             clock: clock, logger: logger)
         var httpConfiguration = configuration.http
         httpConfiguration.listeners = configuration.listenAddresses

@@ -24,7 +24,10 @@ struct TestAPI {
     let loop = ManualSerialQueue()
     let events: EventHub
 
-    init(directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil) throws {
+    init(
+        directory: String, minimumFreeBytes: Int64 = 0, logSink: (any Logger.Sink)? = nil,
+        maxPendingSnaps: Int = 64
+    ) throws {
         let clock = self.clock
         let capture = try CaptureService(
             source: FakeCameraSource(), quality: 80, clock: clock, logger: Self.quiet)
@@ -42,16 +45,18 @@ struct TestAPI {
             discovery: try DeviceDiscovery(logger: Self.quiet), events: events,
             settings: .init(
                 snapTimeoutMilliseconds: 100, previewStallTimeoutMilliseconds: 1000, cameraPath: nil,
-                version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32))),
+                version: "9.9.9", links: SignedLinks(key: Array(repeating: 3, count: 32)),
+                maxPendingSnaps: maxPendingSnaps),
             clock: clock, logger: logSink.map { Logger(label: "test", level: .info, sink: $0) } ?? Self.quiet)
         router = api.router()
     }
 
     /// The answer of the handler routed for `method` and `target`, run as the server would run it.
-    func respond(_ method: HTTPMethod, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [])
-        async -> HTTPResponse
-    {
-        let request = HTTPRequest(method: method, target: target, headers: headers, body: body)
+    func respond(
+        _ method: HTTPMethod, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
+        peer: PeerAddress? = nil
+    ) async -> HTTPResponse {
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
         guard
             case .handler(let handler, let parameters, _, _) = router.resolve(
                 method: method, path: request.path ?? "")

@@ -417,6 +417,36 @@ extension String {
         #expect(connection.written == Array(expected))
     }
 
+    @Test func aClientThatNeverReadsIsNotReadFurtherThanOneReadAhead() throws {
+        let routes = try TestRoutes()
+        let connection = EmbeddedConnection(router: routes.router, readSize: 4096)
+        // A thousand requests (31 KB) from a client that reads no answer: the socket takes nothing.
+        connection.socketRoom = 0
+        let requests = String(repeating: "GET /file HTTP/1.1\r\nHost: t\r\n\r\n", count: 1000)
+        let sent = requests.utf8.count
+        connection.receive(requests)
+        // One read, parsed as far as the pipelining limit allows; the rest stays in the socket
+        // (the kernel's buffer and TCP's window), not in ours. Four reads a readiness report
+        // would take 16 KiB here, and 256 KiB with the server's 64 KiB reads.
+        #expect(sent - connection.inbound.count == 4096)
+        #expect(connection.dispatched.count == 16)
+        #expect(connection.interest == [.write])
+        // The socket takes a little at a time: the parser works through what it holds before
+        // the next read.
+        for _ in 0..<20 { connection.drain(room: 3000) }
+        #expect(sent - connection.inbound.count <= 2 * 4096)
+        // Reading drains everything, in order.
+        connection.drain()
+        #expect(connection.inbound.isEmpty)
+        #expect(connection.dispatched.count == 1000)
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nDate: \(date)\r\nServer: shutterd\r\nX-Request-Id: "
+        let expected = (1...1000).map {
+            Array((head + "\($0)\r\nX-Content-Type-Options: nosniff\r\n\r\n").utf8) + routes.fileBytes
+        }.joined()
+        #expect(connection.written == Array(expected))
+    }
+
     @Test func aFileBodyFollowsItsHeadWithSendfileAndTheHeadWaitsForIt() throws {
         let routes = try TestRoutes()
         let connection = EmbeddedConnection(router: routes.router)
