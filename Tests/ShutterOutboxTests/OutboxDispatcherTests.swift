@@ -152,6 +152,36 @@ private func addPicture(_ catalog: MediaCatalog, _ seed: Int) async throws -> Me
             await dispatcher.stop()
         }
     }
+
+    @Test func lagCountsEveryEventRecordedWhileTheSinkIsStuckOnOne() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let catalog = try openCatalog(directory, clock: clock)
+            let sink = RecordingOutboxSink()
+            let dispatcher = OutboxDispatcher(
+                sink: sink, catalog: catalog, clock: clock,
+                backoff: RetryBackoff(initialNanoseconds: 1_000_000_000, maximumNanoseconds: 1_000_000_000),
+                logger: quietLogger)
+            dispatcher.start()
+            while try await catalog.sinkCursor("test") == nil { await Task.yield() }
+            sink.setDown(true)
+            _ = try await addPicture(catalog, 1)
+            // The first attempt failed and the dispatcher waits out its backoff: no page is read
+            // until the clock moves, yet /status must show the events recorded meanwhile.
+            await sink.waitUntil { $0.attempts >= 1 }
+            await clock.sleepers(atLeast: 1)
+            #expect(dispatcher.status.lag == 1)
+            for seed in 2...6 { _ = try await addPicture(catalog, seed) }
+            #expect(dispatcher.status.lag == 6)
+            #expect(dispatcher.status.cursor == 0)
+            sink.setDown(false)
+            clock.advance(by: 1_000_000_000)
+            await sink.waitUntil { $0.delivered.count == 6 }
+            while dispatcher.status.cursor != 6 { await Task.yield() }
+            #expect(dispatcher.status.lag == 0)
+            await dispatcher.stop()
+        }
+    }
 }
 
 @Suite struct RetryBackoffTests {
