@@ -169,7 +169,9 @@ public final class OutboxDispatcher: Sendable {
             } catch {
                 failuresInRow += 1
                 noteFailure(error, delivering: event, firstInRow: failuresInRow == 1)
-                guard await pause(afterFailures: failuresInRow) else { return false }
+                // A sink that already waited for its destination was paced by that wait.
+                let waited = (error as? any OutboxDestinationWaitError)?.waitedForDestination == true
+                guard await pause(afterFailures: waited ? 1 : failuresInRow) else { return false }
             }
         }
         return false
