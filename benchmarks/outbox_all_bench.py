@@ -265,20 +265,31 @@ def latency(options, work):
         warm = 5
         results = {"none": [], "all": []}
         per_round = []
+        timeline = []  # (side, wall time at the request, ms): to line up with strace -tt
+        print(f"  daemons: none pid {plain.pid}, all pid {sinks.pid}", flush=True)
         cpu_before = {name: cpu_seconds(d.pid) for name, d in daemons.items()}
+        # What the receivers cost on the same two cores (moto, mosquitto; the webhook receiver and
+        # the MQTT subscriber are threads of this script, which also runs the client).
+        outside_before = (cpu_seconds(moto.process.pid), cpu_seconds(broker.process.pid), time.process_time())
         for round_number in range(options.rounds):
             order = ["none", "all"] if round_number % 2 == 0 else ["all", "none"]
             medians = {}
             for name in order:
                 values = []
                 for _ in range(options.round_snaps):
+                    started = time.time()
                     values.append(snap_ms(connections[name])[0])
+                    timeline.append((name, started, values[-1]))
                     if options.gap_ms:
                         time.sleep(options.gap_ms / 1000)
                 results[name] += values
                 medians[name] = statistics.median(values)
             per_round.append(medians)
         cpu_after = {name: cpu_seconds(d.pid) for name, d in daemons.items()}
+        outside_after = (cpu_seconds(moto.process.pid), cpu_seconds(broker.process.pid), time.process_time())
+        if options.dump_snaps:
+            with open(options.dump_snaps, "w") as f:
+                json.dump(timeline, f)
         total = warm + options.rounds * options.round_snaps
         wait_until(lambda: len(subscriber.on(PICTURE_TOPIC)) >= total and len(subscriber.on(JPEG_TOPIC)) >= total
                    and len(receiver.pictures()) >= total and moto.count("latency") >= total,
@@ -294,6 +305,12 @@ def latency(options, work):
         ratio99 = percentile(results["all"], 0.99) / percentile(results["none"], 0.99)
         print(f"  all/none: p50 x{ratio50:.3f}, p99 x{ratio99:.3f},"
               f" mean x{statistics.mean(results['all']) / statistics.mean(results['none']):.3f}")
+        n_all = options.rounds * options.round_snaps
+        extra = (cpu_after["all"] - cpu_before["all"] - cpu_after["none"] + cpu_before["none"]) / n_all * 1000
+        moto_ms, broker_ms, script_ms = ((a - b) / n_all * 1000 for a, b in zip(outside_after, outside_before))
+        print(f"  CPU per snap: the sinks in the daemon +{extra:.1f} ms (all minus none); beside it on the same"
+              f" cores moto {moto_ms:.1f} ms, mosquitto {broker_ms:.1f} ms, this script (client for both sides,"
+              f" webhook receiver, MQTT subscriber) {script_ms:.1f} ms")
         print("  per round p50 (none/all): " + ", ".join(f"{m['none']:.1f}/{m['all']:.1f}" for m in per_round))
         statuses = {s["name"]: s for s in sinks.status()["outbox"]["sinks"]}
         print(f"  delivered: MQTT {len(subscriber.on(PICTURE_TOPIC))} records + {len(subscriber.on(JPEG_TOPIC))}"
@@ -341,6 +358,8 @@ def burst_once(options, work, moto, name, round_number):
         conn.close()
     try:
         rss_start = rss_kib(daemon.pid)
+        load_start = loadavg().split()[0]
+        cpu_start = (cpu_seconds(daemon.pid), cpu_seconds(moto.process.pid))
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         status, job = daemon.call("POST", "/jobs", {"kind": "burst", "count": options.burst})
@@ -358,7 +377,8 @@ def burst_once(options, work, moto, name, round_number):
         interval_ms = 1000 / 30
         skipped = sum(max(0, round((b - a) / interval_ms) - 1) for a, b in zip(times, times[1:]))
         result = {"taken": job["taken"], "missed": job["missed"], "skipped": skipped,
-                  "dropped": options.burst - job["taken"] + skipped, "rss_start": rss_start}
+                  "dropped": options.burst - job["taken"] + skipped, "rss_start": rss_start,
+                  "load": load_start, "seconds": (times[-1] - times[0]) / 1000 if times else 0}
         if with_s3:
             # Every picture.created acknowledged: the S3 sink delivers only picture events, so its
             # delivered count reaches the burst's size (plus none before: a fresh daemon).
@@ -369,6 +389,10 @@ def burst_once(options, work, moto, name, round_number):
                           peak_lag=max(s[3] for s in samples),
                           objects=moto.count(prefix))
         result["rss_end"] = rss_kib(daemon.pid)
+        # CPU from the job's start to the last upload (or the job's end): the daemon's, and
+        # moto's (a Python server on the same two cores, its share of what the sink costs here).
+        result["cpu_daemon"] = cpu_seconds(daemon.pid) - cpu_start[0]
+        result["cpu_moto"] = cpu_seconds(moto.process.pid) - cpu_start[1]
         return result
     finally:
         stop.set()
@@ -386,8 +410,9 @@ def burst(options, work):
             for name in ("none", "s3"):
                 r = results[name]
                 line = (f"round {round_number} {name:>4}: taken {r['taken']}, missed {r['missed']}, frames skipped"
-                        f" between shots {r['skipped']}, dropped {r['dropped']}; RSS {r['rss_start'] / 1024:.1f}"
-                        f" -> {r['rss_end'] / 1024:.1f} MiB")
+                        f" between shots {r['skipped']}, dropped {r['dropped']} (first to last picture"
+                        f" {r['seconds']:.1f} s; load1 {r['load']} at its start); CPU daemon {r['cpu_daemon']:.1f} s,"
+                        f" moto {r['cpu_moto']:.1f} s; RSS {r['rss_start'] / 1024:.1f} -> {r['rss_end'] / 1024:.1f} MiB")
                 if name == "s3":
                     line += (f"; last upload acknowledged {r['upload_lag_s']:.2f} s after the last picture was stored;"
                              f" peak outbox depth {r['peak_depth']} events (sink lag field peak {r['peak_lag']});"
@@ -476,6 +501,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=8, help="latency rounds (each side once a round)")
     parser.add_argument("--round-snaps", type=int, default=50, help="snaps a side per latency round")
     parser.add_argument("--gap-ms", type=float, default=100, help="pause after each snap in a latency round")
+    parser.add_argument("--dump-snaps", help="write every latency snap (side, wall time, ms) to this JSON file")
     parser.add_argument("--burst", type=int, default=1800, help="frames in the burst job")
     parser.add_argument("--burst-rounds", type=int, default=2)
     parser.add_argument("--down-minutes", type=float, default=10)
