@@ -20,7 +20,7 @@
 
 Usage: benchmarks/outbox_all_bench.py [--only latency,burst,down] [--short] [--shutterd PATH]
   --short: 2 rounds of 20 snaps, a burst of 150 frames, the broker down for 30 s (about a minute
-  and a half in all), for a reviewer to check that it runs.
+  in all), for a reviewer to check that it runs.
 Needs: swift build -c release --product shutterd; Debian's mosquitto; moto[server], boto3 and
 paho-mqtt (pip; scripts/test installs them). Data under $SHUTTER_BENCH_DATA (default /var/tmp).
 """
@@ -505,7 +505,7 @@ def main():
     parser.add_argument("--burst", type=int, default=1800, help="frames in the burst job")
     parser.add_argument("--burst-rounds", type=int, default=2)
     parser.add_argument("--down-minutes", type=float, default=10)
-    parser.add_argument("--short", action="store_true", help="a run of about a minute and a half")
+    parser.add_argument("--short", action="store_true", help="a run of about a minute")
     parser.add_argument("--shutterd", default=os.path.join(ROOT, ".build/release/shutterd"))
     options = parser.parse_args()
     if options.short:
