@@ -1,4 +1,5 @@
 import CMosquitto
+import ShutterOutbox
 
 /// Why a publish was not acknowledged, keeping libmosquitto's code where it gave one.
 public enum MQTTError: Error, Equatable, CustomStringConvertible {
@@ -28,4 +29,10 @@ public enum MQTTError: Error, Equatable, CustomStringConvertible {
         case .stopped: "the MQTT sink is stopping"
         }
     }
+}
+
+extension MQTTError: OutboxDestinationWaitError {
+    /// `notConnected` comes after `connectionWaitNanoseconds` of waiting for the client's own
+    /// reconnect (or, raced by a disconnect, right before the next attempt waits for it).
+    public var waitedForDestination: Bool { self == .notConnected }
 }

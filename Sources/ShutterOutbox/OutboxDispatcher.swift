@@ -17,6 +17,10 @@ public final class OutboxDispatcher: Sendable {
     private let pageSize: Int
     private let logger: Logger
     private let state: LockedValue<OutboxSinkStatus>
+    /// The newest event id recorded, from the event feed as each commit is published: `lag` is
+    /// measured against it when asked, so a sink stuck on one event (its destination down) shows
+    /// every event recorded meanwhile, not what it saw at its last page.
+    private let newestEventID = LockedValue<Int64>(0)
     private let doorbell: AsyncStream<Void>.Continuation
     private let rings: LockedValue<AsyncStream<Void>?>
     private let running = LockedValue<
@@ -46,12 +50,16 @@ public final class OutboxDispatcher: Sendable {
     public var status: OutboxSinkStatus {
         var status = state.withLock { $0 }
         status.connected = sink.isConnected
+        status.lag = max(0, newestEventID.withLock { $0 } - status.cursor)
         return status
     }
 
     /// Starts delivering; events recorded from now on ring the doorbell.
     public func start() {
-        let subscription = catalog.eventFeed.subscribe { [doorbell] _ in doorbell.yield() }
+        let subscription = catalog.eventFeed.subscribe { [doorbell, newestEventID] events in
+            if let newest = events.last?.id { newestEventID.withLock { $0 = max($0, newest) } }
+            doorbell.yield()
+        }
         guard
             let stream = rings.withLock({ stream in
                 defer { stream = nil }
@@ -93,7 +101,7 @@ public final class OutboxDispatcher: Sendable {
                 cursor = await skipPruned(from: cursor, page: page)
                 continue
             }
-            state.withLock { $0.lag = page.latestID - cursor }
+            noteNewest(page.latestID)
             if page.events.isEmpty {
                 // Nothing this sink wants up to the newest event: pass over the rest.
                 if page.latestID > cursor {
@@ -112,7 +120,6 @@ public final class OutboxDispatcher: Sendable {
                 state.withLock {
                     $0.cursor = cursor
                     $0.delivered += 1
-                    $0.lag = max(0, page.latestID - cursor)
                 }
             }
             // Once per page, not per event: a cursor write is a commit with an fsync, and a crash
@@ -127,6 +134,7 @@ public final class OutboxDispatcher: Sendable {
         var failuresInRow = 0
         while !Task.isCancelled {
             do {
+                noteNewest(await catalog.latestEventID())
                 if let saved = try await catalog.sinkCursor(sink.name) {
                     state.withLock { $0.cursor = saved }
                     return saved
@@ -161,7 +169,9 @@ public final class OutboxDispatcher: Sendable {
             } catch {
                 failuresInRow += 1
                 noteFailure(error, delivering: event, firstInRow: failuresInRow == 1)
-                guard await pause(afterFailures: failuresInRow) else { return false }
+                // A sink that already waited for its destination was paced by that wait.
+                let waited = (error as? any OutboxDestinationWaitError)?.waitedForDestination == true
+                guard await pause(afterFailures: waited ? 1 : failuresInRow) else { return false }
             }
         }
         return false
@@ -181,6 +191,12 @@ public final class OutboxDispatcher: Sendable {
             ["dropped": String(dropped), "from": String(cursor + 1), "to": String(resumeAt)])
         await saveCursor(resumeAt)
         return resumeAt
+    }
+
+    /// The history reached `id` (a page read, or the start): events published before the
+    /// subscription began are counted too.
+    private func noteNewest(_ id: Int64) {
+        newestEventID.withLock { $0 = max($0, id) }
     }
 
     private func saveCursor(_ cursor: Int64) async {

@@ -19,6 +19,17 @@ public protocol OutboxSink: AnyObject, Sendable {
     func deliver(_ event: CatalogEvent) async throws
 }
 
+/// An error a sink throws after it had already waited for its destination to come back (the MQTT
+/// client waits for its own reconnect, which has a backoff of its own, before it gives up).
+///
+/// The dispatcher then retries after its first, shortest delay, not a growing one: after such a
+/// wait a growing backoff paces nothing, it only holds the backlog for up to five minutes after
+/// the destination is back, the sink connected all along.
+public protocol OutboxDestinationWaitError: Error {
+    /// Whether this failure came after such a wait (otherwise the usual backoff applies).
+    var waitedForDestination: Bool { get }
+}
+
 /// What `/status` shows of one sink.
 public struct OutboxSinkStatus: Sendable, Equatable {
     public var name: String

@@ -70,9 +70,11 @@ private func addPicture(_ catalog: MediaCatalog, _ seed: Int) async throws -> Me
             await sink.waitUntil { $0.delivered.count == 3 }
             #expect(sink.delivered.map(\.id) == [1, 2, 3])
             #expect(sink.attempts == 6)
+            // The sink records a delivery before the dispatcher counts it: stop first, so the
+            // status is read after the last count rather than racing it.
+            await dispatcher.stop()
             let status = dispatcher.status
             #expect(status.failures == 3 && status.delivered == 3 && status.lastError == nil)
-            await dispatcher.stop()
         }
     }
 
@@ -149,6 +151,76 @@ private func addPicture(_ catalog: MediaCatalog, _ seed: Int) async throws -> Me
             #expect(sink.delivered.first?.id == 1)
             #expect(status.dropped == UInt64(history.prunedThrough - 1))
             #expect(sink.delivered.dropFirst().map(\.id) == Array((history.prunedThrough + 1)...31))
+            await dispatcher.stop()
+        }
+    }
+
+    @Test func aSinkThatWaitedForItsDestinationIsRetriedSoonNotAfterAGrowingBackoff() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let catalog = try openCatalog(directory, clock: clock)
+            let sink = RecordingOutboxSink()
+            let dispatcher = OutboxDispatcher(
+                sink: sink, catalog: catalog, clock: clock,
+                backoff: RetryBackoff(initialNanoseconds: 1_000_000_000, maximumNanoseconds: 300_000_000_000),
+                logger: quietLogger)
+            dispatcher.start()
+            while try await catalog.sinkCursor("test") == nil { await Task.yield() }
+            // As the MQTT sink fails after waiting for its reconnect: a broker down for minutes.
+            sink.setDown(true, waitingForDestination: true)
+            _ = try await addPicture(catalog, 1)
+            for failure in 1...8 {
+                await sink.waitUntil { $0.attempts == failure }
+                await clock.sleepers(atLeast: 1)
+                // Without the wait, the eighth pause would be 64 to 128 s.
+                let delay = clock.nextDeadline!.nanoseconds(since: clock.monotonicNow())
+                #expect(delay >= 500_000_000 && delay <= 1_000_000_000)
+                if failure == 8 { sink.setDown(false) }
+                clock.advance(by: delay)
+            }
+            await sink.waitUntil { $0.delivered.count == 1 }
+            #expect(dispatcher.status.failures == 8)
+            // Failures of another kind still back off more each time.
+            sink.failNext(3)
+            _ = try await addPicture(catalog, 2)
+            for failure in 1...3 {
+                await sink.waitUntil { $0.attempts == 9 + failure }
+                await clock.sleepers(atLeast: 1)
+                let delay = clock.nextDeadline!.nanoseconds(since: clock.monotonicNow())
+                #expect(delay >= (UInt64(1_000_000_000) << UInt64(failure - 1)) / 2)
+                clock.advance(by: delay)
+            }
+            await sink.waitUntil { $0.delivered.count == 2 }
+            await dispatcher.stop()
+        }
+    }
+
+    @Test func lagCountsEveryEventRecordedWhileTheSinkIsStuckOnOne() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let catalog = try openCatalog(directory, clock: clock)
+            let sink = RecordingOutboxSink()
+            let dispatcher = OutboxDispatcher(
+                sink: sink, catalog: catalog, clock: clock,
+                backoff: RetryBackoff(initialNanoseconds: 1_000_000_000, maximumNanoseconds: 1_000_000_000),
+                logger: quietLogger)
+            dispatcher.start()
+            while try await catalog.sinkCursor("test") == nil { await Task.yield() }
+            sink.setDown(true)
+            _ = try await addPicture(catalog, 1)
+            // The first attempt failed and the dispatcher waits out its backoff: no page is read
+            // until the clock moves, yet /status must show the events recorded meanwhile.
+            await sink.waitUntil { $0.attempts >= 1 }
+            await clock.sleepers(atLeast: 1)
+            #expect(dispatcher.status.lag == 1)
+            for seed in 2...6 { _ = try await addPicture(catalog, seed) }
+            #expect(dispatcher.status.lag == 6)
+            #expect(dispatcher.status.cursor == 0)
+            sink.setDown(false)
+            clock.advance(by: 1_000_000_000)
+            await sink.waitUntil { $0.delivered.count == 6 }
+            while dispatcher.status.cursor != 6 { await Task.yield() }
+            #expect(dispatcher.status.lag == 0)
             await dispatcher.stop()
         }
     }

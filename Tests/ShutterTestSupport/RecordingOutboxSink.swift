@@ -4,13 +4,15 @@ import ShutterSystem
 
 /// An outbox sink that records what it is given, and fails while told to.
 public final class RecordingOutboxSink: OutboxSink {
-    public struct Failure: Error, CustomStringConvertible {
+    public struct Failure: OutboxDestinationWaitError, CustomStringConvertible {
+        public var waitedForDestination: Bool
         public var description: String { "the destination is down" }
     }
 
     public let name: String
     public let eventTypes: Set<CatalogEventType>
-    private let state = LockedValue((delivered: [CatalogEvent](), attempts: 0, failNext: 0, down: false))
+    private let state = LockedValue(
+        (delivered: [CatalogEvent](), attempts: 0, failNext: 0, down: false, waitsForDestination: false))
     private let deliveries = Broadcast<Int>()
 
     public init(name: String = "test", eventTypes: Set<CatalogEventType> = Set(CatalogEventType.allCases)) {
@@ -28,22 +30,28 @@ public final class RecordingOutboxSink: OutboxSink {
     /// The next `count` deliveries fail.
     public func failNext(_ count: Int) { state.withLock { $0.failNext = count } }
 
-    /// While down, every delivery fails.
-    public func setDown(_ down: Bool) { state.withLock { $0.down = down } }
+    /// While down, every delivery fails; `waitingForDestination`: as a sink that waited for its
+    /// destination before failing (an MQTT client waiting for its reconnect) fails.
+    public func setDown(_ down: Bool, waitingForDestination: Bool = false) {
+        state.withLock {
+            $0.down = down
+            $0.waitsForDestination = waitingForDestination
+        }
+    }
 
     public func deliver(_ event: CatalogEvent) async throws {
-        let failed = state.withLock { state -> Bool in
+        let failure = state.withLock { state -> Failure? in
             state.attempts += 1
-            if state.down { return true }
+            if state.down { return Failure(waitedForDestination: state.waitsForDestination) }
             if state.failNext > 0 {
                 state.failNext -= 1
-                return true
+                return Failure(waitedForDestination: false)
             }
             state.delivered.append(event)
-            return false
+            return nil
         }
         deliveries.publish(0)
-        if failed { throw Failure() }
+        if let failure { throw failure }
     }
 
     /// Returns once `condition` holds, checking after each attempt (no sleeping).
