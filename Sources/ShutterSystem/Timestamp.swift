@@ -16,19 +16,9 @@ public enum Timestamp {
         // Every record of a `/library` page carries one: written digit by digit into its 24 bytes,
         // where the interpolation of seven padded strings was a tenth of the page's CPU.
         return String(unsafeUninitializedCapacity: 24) { buffer in
-            var index = 0
-            func digits(_ value: Int64, _ width: Int) {
-                var rest = value
-                for offset in stride(from: width - 1, through: 0, by: -1) {
-                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-                index += width
-            }
-            func mark(_ character: Unicode.Scalar) {
-                buffer[index] = UInt8(ascii: character)
-                index += 1
-            }
+            var out = FixedWriter(buffer: buffer)
+            func digits(_ value: Int64, _ width: Int) { out.digits(value, width) }
+            func mark(_ character: Unicode.Scalar) { out.mark(character) }
             digits(year, 4)
             mark("-")
             digits(month, 2)
@@ -43,7 +33,7 @@ public enum Timestamp {
             mark(".")
             digits(ms, 3)
             mark("Z")
-            return index
+            return out.index
         }
     }
 
@@ -67,25 +57,14 @@ public enum Timestamp {
         // Every served file's `Last-Modified`: written byte by byte into its 29 bytes, where the
         // interpolation of seven strings (and two arrays made on each call) cost 1% of a media request.
         return String(unsafeUninitializedCapacity: 29) { buffer in
-            var index = 0
+            var out = FixedWriter(buffer: buffer)
             func name(_ table: StaticString, _ entry: Int) {
                 table.withUTF8Buffer { bytes in
-                    for offset in 0..<3 { buffer[index + offset] = bytes[entry * 3 + offset] }
+                    for offset in 0..<3 { out.mark(Unicode.Scalar(bytes[entry * 3 + offset])) }
                 }
-                index += 3
             }
-            func digits(_ value: Int64, _ width: Int) {
-                var rest = value
-                for offset in stride(from: width - 1, through: 0, by: -1) {
-                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-                index += width
-            }
-            func mark(_ character: Unicode.Scalar) {
-                buffer[index] = UInt8(ascii: character)
-                index += 1
-            }
+            func digits(_ value: Int64, _ width: Int) { out.digits(value, width) }
+            func mark(_ character: Unicode.Scalar) { out.mark(character) }
             name("ThuFriSatSunMonTueWed", weekday)
             mark(",")
             mark(" ")
@@ -104,7 +83,7 @@ public enum Timestamp {
             mark("G")
             mark("M")
             mark("T")
-            return index
+            return out.index
         }
     }
 
@@ -174,5 +153,28 @@ public enum Timestamp {
     public static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+/// Writes ASCII into a buffer of known size: the fixed-width times above, digit by digit.
+private struct FixedWriter {
+    let buffer: UnsafeMutableBufferPointer<UInt8>
+    var index = 0
+
+    init(buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+    /// `value` in `width` decimal digits, zero-padded (its lowest digits if it has more).
+    mutating func digits(_ value: Int64, _ width: Int) {
+        var rest = value
+        for offset in stride(from: width - 1, through: 0, by: -1) {
+            buffer[index + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
+        index += width
+    }
+
+    mutating func mark(_ character: Unicode.Scalar) {
+        buffer[index] = UInt8(truncatingIfNeeded: character.value)
+        index += 1
     }
 }
