@@ -15,6 +15,12 @@ public final class OutboxDispatcher: Sendable {
     private let clock: any Clock
     private let backoff: RetryBackoff
     private let pageSize: Int
+    /// At most one cursor commit this often while events flow (and one when the sink stops):
+    /// each is a commit with an fsync on the catalog's thread, which also stores the pictures,
+    /// and one a delivered event more than doubled that thread's commits during a burst at
+    /// 30 fps. A crash between saves redelivers at most this long's events, which their ids let
+    /// a receiver drop: at least once, as before.
+    private let cursorSaveIntervalNanoseconds: UInt64
     private let logger: Logger
     private let state: LockedValue<OutboxSinkStatus>
     /// The newest event id recorded, from the event feed as each commit is published: `lag` is
@@ -30,9 +36,10 @@ public final class OutboxDispatcher: Sendable {
 
     public init(
         sink: any OutboxSink, catalog: MediaCatalog, clock: any Clock, backoff: RetryBackoff = RetryBackoff(),
-        pageSize: Int = 100, logger: Logger
+        pageSize: Int = 100, cursorSaveIntervalNanoseconds: UInt64 = 1_000_000_000, logger: Logger
     ) {
         self.sink = sink
+        self.cursorSaveIntervalNanoseconds = cursorSaveIntervalNanoseconds
         self.catalog = catalog
         self.clock = clock
         self.backoff = backoff
@@ -84,7 +91,45 @@ public final class OutboxDispatcher: Sendable {
 
     private func run(rings: AsyncStream<Void>) async {
         var doorbell = rings.makeAsyncIterator()
-        guard var cursor = await startingCursor() else { return }
+        guard let start = await startingCursor() else { return }
+        var saved = SavedCursor(cursor: start, at: clock.monotonicNow())
+        let cursor = await deliver(from: start, doorbell: &doorbell, saved: &saved)
+        if cursor != saved.cursor { await saveCursor(cursor) }
+    }
+
+    /// The cursor saved last, and when: what `saveCursorIfDue` compares with.
+    private struct SavedCursor {
+        var cursor: Int64
+        var at: MonotonicInstant
+        /// A ring is on its way for when the next save is due: one is enough.
+        var ringScheduled = false
+    }
+
+    /// Saves `cursor` if the last save is at least `cursorSaveIntervalNanoseconds` old; else
+    /// rings the doorbell once that time has come, so an idle sink saves it then.
+    private func saveCursorIfDue(_ cursor: Int64, _ saved: inout SavedCursor) async {
+        guard cursor != saved.cursor else { return }
+        let now = clock.monotonicNow()
+        let elapsed = now.nanoseconds(since: saved.at)
+        guard elapsed >= cursorSaveIntervalNanoseconds else {
+            guard !saved.ringScheduled else { return }
+            saved.ringScheduled = true
+            let deadline = now.advanced(by: cursorSaveIntervalNanoseconds - elapsed)
+            Task { [clock, doorbell] in
+                try? await clock.sleep(until: deadline)
+                doorbell.yield()
+            }
+            return
+        }
+        await saveCursor(cursor)
+        saved = SavedCursor(cursor: cursor, at: now)
+    }
+
+    /// Delivers until stopped; returns the cursor reached (acknowledged, perhaps not yet saved).
+    private func deliver(
+        from start: Int64, doorbell: inout AsyncStream<Void>.Iterator, saved: inout SavedCursor
+    ) async -> Int64 {
+        var cursor = start
         var failuresInRow = 0
         while !Task.isCancelled {
             let page: CatalogEventPage
@@ -94,11 +139,12 @@ public final class OutboxDispatcher: Sendable {
             } catch {
                 failuresInRow += 1
                 noteFailure(error, delivering: nil)
-                guard await pause(afterFailures: failuresInRow) else { return }
+                guard await pause(afterFailures: failuresInRow) else { return cursor }
                 continue
             }
             if page.missedSome {
                 cursor = await skipPruned(from: cursor, page: page)
+                saved = SavedCursor(cursor: cursor, at: clock.monotonicNow())
                 continue
             }
             noteNewest(page.latestID)
@@ -106,26 +152,23 @@ public final class OutboxDispatcher: Sendable {
                 // Nothing this sink wants up to the newest event: pass over the rest.
                 if page.latestID > cursor {
                     cursor = page.latestID
-                    await saveCursor(cursor)
+                    state.withLock { $0.cursor = cursor }
                 }
-                guard await doorbell.next() != nil else { return }
+                await saveCursorIfDue(cursor, &saved)
+                guard await doorbell.next() != nil else { return cursor }
                 continue
             }
             for event in page.events {
-                guard await deliverUntilAcknowledged(event) else {
-                    await saveCursor(cursor)
-                    return
-                }
+                guard await deliverUntilAcknowledged(event) else { return cursor }
                 cursor = event.id
                 state.withLock {
                     $0.cursor = cursor
                     $0.delivered += 1
                 }
             }
-            // Once per page, not per event: a cursor write is a commit with an fsync, and a crash
-            // in between only redelivers what the ids let the receiver drop.
-            await saveCursor(cursor)
+            await saveCursorIfDue(cursor, &saved)
         }
+        return cursor
     }
 
     /// Where a sink resumes: its saved cursor, or, the first time, the newest event (a new sink

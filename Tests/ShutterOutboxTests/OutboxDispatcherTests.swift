@@ -117,8 +117,9 @@ private func addPicture(_ catalog: MediaCatalog, _ seed: Int) async throws -> Me
             #expect(sink.delivered.map(\.type) == [.pictureDeleted])
             _ = try await addPicture(catalog, 4)
             // The picture.created after the delete moves the cursor without a delivery.
-            while try await catalog.sinkCursor("test") != 5 { await Task.yield() }
+            while dispatcher.status.cursor != 5 { await Task.yield() }
             await dispatcher.stop()
+            #expect(try await catalog.sinkCursor("test") == 5)
             #expect(sink.attempts == 1)
         }
     }
@@ -224,6 +225,38 @@ private func addPicture(_ catalog: MediaCatalog, _ seed: Int) async throws -> Me
             await dispatcher.stop()
         }
     }
+
+    /// Cursor commits share the catalog's thread with the pictures: while events flow, at most
+    /// one a second, and the last one when the flow stops, once that second has passed.
+    @Test func theCursorIsSavedAtMostOnceAnIntervalAndOnceMoreWhenIdle() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let catalog = try openCatalog(directory, clock: clock)
+            let sink = RecordingOutboxSink()
+            let dispatcher = OutboxDispatcher(
+                sink: sink, catalog: catalog, clock: clock, cursorSaveIntervalNanoseconds: 1_000_000_000,
+                logger: quietLogger)
+            dispatcher.start()
+            while try await catalog.sinkCursor("test") == nil { await Task.yield() }
+            let start = try #require(try await catalog.sinkCursor("test"))
+            for seed in 1...3 { _ = try await addPicture(catalog, seed) }
+            await sink.waitUntil { $0.delivered.count == 3 }
+            while dispatcher.status.cursor != start + 3 { await Task.yield() }
+            // Delivered and acknowledged, not yet committed: the interval has not passed.
+            #expect(try await catalog.sinkCursor("test") == start)
+            // The ring scheduled for when it is due saves it, with no new event.
+            await clock.sleepers(atLeast: 1)
+            clock.advance(by: 1_000_000_000)
+            while try await catalog.sinkCursor("test") != start + 3 { await Task.yield() }
+            // A stop saves what was acknowledged since, whatever the time.
+            _ = try await addPicture(catalog, 4)
+            await sink.waitUntil { $0.delivered.count == 4 }
+            while dispatcher.status.cursor != start + 4 { await Task.yield() }
+            #expect(try await catalog.sinkCursor("test") == start + 3)
+            await dispatcher.stop()
+            #expect(try await catalog.sinkCursor("test") == start + 4)
+        }
+    }
 }
 
 @Suite struct RetryBackoffTests {
@@ -245,4 +278,5 @@ extension Sequence {
         for element in self { results.append(try await transform(element)) }
         return results
     }
+
 }
