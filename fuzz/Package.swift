@@ -40,7 +40,8 @@ let package = Package(
             name: "FuzzJSONBodies",
             dependencies: [
                 "FuzzSupport", .product(name: "ShutterHTTP", package: "Shutter"),
-                .product(name: "ShutterAPI", package: "Shutter"), .product(name: "ShutterJobs", package: "Shutter"),
+                .product(name: "ShutterAPI", package: "Shutter"),
+                .product(name: "ShutterJobs", package: "Shutter"),
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,9 +3,10 @@
 // redaction of `sig` for the logs, and a token file's lines.
 //
 // An input's first line is the Authorization value, the rest the query of a /media target.
-@testable import ShutterAccess
 import FuzzSupport
 import ShutterHTTP
+
+@testable import ShutterAccess
 
 let links = SignedLinks(key: Array("fuzzing key, not a secret".utf8))
 let path = "/media/12.jpg"
@@ -32,7 +33,8 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     }
     let redacted = SignedLinks.redactingSignature(target)
     if let question = redacted.firstIndex(of: "?") {
-        for pair in redacted[redacted.index(after: question)...].split(separator: "&") where pair.hasPrefix("sig=") {
+        for pair in redacted[redacted.index(after: question)...].split(separator: "&")
+        where pair.hasPrefix("sig=") {
             invariant(pair == "sig=-", "redacted \(redacted) still shows a signature")
         }
     }

@@ -4,10 +4,10 @@
 // deliver it). Neither may crash, each parsed request must respect the limits, and both must
 // yield the same requests and the same error: what the parser decides cannot depend on how the
 // bytes arrived.
+// Small limits, so the fuzzer reaches each of them (and the bytes just past it) quickly.
 import FuzzSupport
 import ShutterHTTP
 
-// Small limits, so the fuzzer reaches each of them (and the bytes just past it) quickly.
 let limits = HTTPParserLimits(maxHeaderBytes: 1024, maxTargetBytes: 256, maxBodyBytes: 2048)
 
 /// What a parse produced, comparable between the two ways of feeding it.

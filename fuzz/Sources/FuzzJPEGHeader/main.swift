@@ -3,10 +3,10 @@
 // decode them.
 //
 // Whatever the bytes, each call returns or throws; a header it reads has a positive size.
+// The largest picture decoded here (4096x4096): bounds the planes a forged SOF size allocates.
 import FuzzSupport
 import ShutterCamera
 
-// The largest picture decoded here (4096x4096): bounds the planes a forged SOF size allocates.
 let largestDecodedPixels = 4096 * 4096
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -4,10 +4,11 @@
 //
 // Each input is given to all four. Each parses or throws its typed error (a 400 for the API's);
 // what parses is within the limits its documentation states.
-@testable import ShutterAPI
 import FuzzSupport
 import ShutterHTTP
 import ShutterJobs
+
+@testable import ShutterAPI
 
 func expectBadRequest(_ body: () throws -> Void) {
     do {
@@ -28,7 +29,9 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
             invariant(label.utf8.count <= SnapOptions.maximumLabelBytes, "label of \(label.utf8.count) bytes")
         }
         if let delay = options.delaySeconds { invariant(delay.isFinite && delay >= 0, "delay \(delay)") }
-        if let maxAge = options.maxAgeMilliseconds { invariant((0...60000).contains(maxAge), "max_age_ms \(maxAge)") }
+        if let maxAge = options.maxAgeMilliseconds {
+            invariant((0...60000).contains(maxAge), "max_age_ms \(maxAge)")
+        }
     }
     do {
         _ = try JobSpec.parse(json: bytes)

@@ -3,9 +3,10 @@
 //
 // An input is the query of a /library target. It parses or is refused with a 400; a query that
 // parses is within its bounds, and the link to its next page parses to the same filters.
-@testable import ShutterAPI
 import FuzzSupport
 import ShutterHTTP
+
+@testable import ShutterAPI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
@@ -25,7 +26,9 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     if let label = query.label {
         invariant(!label.isEmpty && label.utf8.count <= SnapOptions.maximumLabelBytes, "label \(label)")
     }
-    if let since = query.since, let until = query.until { invariant(since < until, "since \(since) until \(until)") }
+    if let since = query.since, let until = query.until {
+        invariant(since < until, "since \(since) until \(until)")
+    }
 
     let lastID: Int64 = 41
     let link = query.next(after: lastID)

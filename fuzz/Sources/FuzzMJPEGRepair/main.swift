@@ -5,11 +5,12 @@
 //
 // A frame that is not whole must come out as `.corrupt`, never as a crash, and a repaired frame
 // must start with SOI and end with EOI.
-@testable import ShutterCamera
-import FuzzSupport
-
 // One decompressor for every input, as the capture thread keeps one; libFuzzer calls
 // testOneInput on one thread only.
+import FuzzSupport
+
+@testable import ShutterCamera
+
 nonisolated(unsafe) let planarDecoder = try! JPEGDecoder.PlanarDecoder()
 // The largest picture decoded here (4096x4096): bounds the planes a forged SOF size allocates.
 let largestDecodedPixels = 4096 * 4096
@@ -24,7 +25,9 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         invariant(jpeg.starts(with: [0xFF, 0xD8]), "a repaired frame without SOI")
         invariant(Array(jpeg.suffix(2)) == [0xFF, 0xD9], "a repaired frame without EOI")
         invariant(width > 0 && height > 0, "a frame of \(width)x\(height)")
-        if let header = try? JPEGDecoder.header(of: jpeg), header.width * header.height <= largestDecodedPixels {
+        if let header = try? JPEGDecoder.header(of: jpeg),
+            header.width * header.height <= largestDecodedPixels
+        {
             _ = try? planarDecoder.decode(jpeg)
         }
     }
