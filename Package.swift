@@ -39,6 +39,7 @@ let package = Package(
         .library(name: "ShutterAccess", targets: ["ShutterAccess"]),
         .library(name: "ShutterCamera", targets: ["ShutterCamera"]),
         .library(name: "ShutterJobs", targets: ["ShutterJobs"]),
+        .library(name: "ShutterCatalog", targets: ["ShutterCatalog"]),
         .library(name: "ShutterAPI", targets: ["ShutterAPI"]),
     ],
     targets: [

@@ -37,6 +37,13 @@ let package = Package(
                 .product(name: "ShutterAPI", package: "Shutter"),
             ]),
         .executableTarget(
+            name: "FuzzEventStream",
+            dependencies: [
+                "FuzzSupport", .product(name: "ShutterHTTP", package: "Shutter"),
+                .product(name: "ShutterCatalog", package: "Shutter"),
+                .product(name: "ShutterAPI", package: "Shutter"),
+            ]),
+        .executableTarget(
             name: "FuzzJSONBodies",
             dependencies: [
                 "FuzzSupport", .product(name: "ShutterHTTP", package: "Shutter"),

@@ -47,7 +47,9 @@ func parse(_ bytes: [UInt8], pieceSizes: (() -> Int)?) -> Outcome {
 func check(_ request: HTTPRequest) {
     invariant(request.target.utf8.count <= limits.maxTargetBytes, "target over maxTargetBytes")
     invariant(request.body.count <= limits.maxBodyBytes, "body over maxBodyBytes")
-    let headerBytes = request.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+    // Bytes as sent: the parser reads a value as UTF-8 and repairs an invalid byte into U+FFFD
+    // (3 bytes), so a repaired character counts as the one byte it may have been.
+    let headerBytes = request.headers.reduce(0) { $0 + wireBytes($1.name) + wireBytes($1.value) }
     invariant(headerBytes <= limits.maxHeaderBytes, "header fields over maxHeaderBytes")
     invariant(request.version.major == 1, "version \(request.version)")
     for field in request.headers {
@@ -57,6 +59,10 @@ func check(_ request: HTTPRequest) {
             "NUL, CR or LF in the value of \(field.name)")
     }
     invariant(request.target.first == "/" || request.target == "*", "target \(request.target)")
+}
+
+func wireBytes(_ text: String) -> Int {
+    text.unicodeScalars.reduce(0) { $0 + ($1 == "\u{FFFD}" ? 1 : UTF8.width($1)) }
 }
 
 func summary(_ request: HTTPRequest) -> String {
