@@ -40,6 +40,8 @@ let package = Package(
         .library(name: "ShutterCamera", targets: ["ShutterCamera"]),
         .library(name: "ShutterJobs", targets: ["ShutterJobs"]),
         .library(name: "ShutterCatalog", targets: ["ShutterCatalog"]),
+        .library(name: "ShutterCapture", targets: ["ShutterCapture"]),
+        .library(name: "ShutterSystem", targets: ["ShutterSystem"]),
         .library(name: "ShutterAPI", targets: ["ShutterAPI"]),
     ],
     targets: [

@@ -44,6 +44,13 @@ let package = Package(
                 .product(name: "ShutterAPI", package: "Shutter"),
             ]),
         .executableTarget(
+            name: "FuzzPreviewPart",
+            dependencies: [
+                "FuzzSupport", .product(name: "ShutterSystem", package: "Shutter"),
+                .product(name: "ShutterCapture", package: "Shutter"),
+                .product(name: "ShutterAPI", package: "Shutter"),
+            ]),
+        .executableTarget(
             name: "FuzzJSONBodies",
             dependencies: [
                 "FuzzSupport", .product(name: "ShutterHTTP", package: "Shutter"),
