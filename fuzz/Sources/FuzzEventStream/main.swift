@@ -29,7 +29,9 @@ func dispatchedEvents(_ bytes: [UInt8]) -> [(id: String, type: String, data: Str
             line.append(byte)
         }
     }
-    for line in lines.map({ String(decoding: $0, as: UTF8.self) }) {
+    // By bytes, as the WHATWG algorithm works on code points: a colon or a space followed by a
+    // combining mark is one Character to Swift, and would hide the field's colon or its space.
+    for line in lines {
         if line.isEmpty {
             if !data.isEmpty {
                 events.append((id, type, String(data.dropLast())))
@@ -37,20 +39,21 @@ func dispatchedEvents(_ bytes: [UInt8]) -> [(id: String, type: String, data: Str
             (type, data) = ("", "")
             continue
         }
-        if line.hasPrefix(":") { continue }
-        let field: Substring
-        var value: Substring
-        if let colon = line.firstIndex(of: ":") {
+        if line.first == UInt8(ascii: ":") { continue }
+        let field: ArraySlice<UInt8>
+        var value: ArraySlice<UInt8>
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             field = line[..<colon]
-            value = line[line.index(after: colon)...]
-            if value.hasPrefix(" ") { value = value.dropFirst() }
+            value = line[(colon + 1)...]
+            if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
         } else {
-            (field, value) = (line[...], "")
+            (field, value) = (line[...], [])
         }
-        switch field {
-        case "id": id = String(value)
-        case "event": type = String(value)
-        case "data": data += value + "\n"
+        let text = String(decoding: value, as: UTF8.self)
+        switch String(decoding: field, as: UTF8.self) {
+        case "id": id = text
+        case "event": type = text
+        case "data": data += text + "\n"
         default: break
         }
     }
