@@ -33,7 +33,17 @@ import PackageDescription
 let package = Package(
     name: "Shutter",
     products: [
-        .executable(name: "shutterd", targets: ["shutterd"])
+        .executable(name: "shutterd", targets: ["shutterd"]),
+        // For fuzz/ (a package of its own that depends on this one by path, docs/fuzzing.md):
+        // a package can only depend on another's products, and these are the modules it fuzzes.
+        .library(name: "ShutterHTTP", targets: ["ShutterHTTP"]),
+        .library(name: "ShutterAccess", targets: ["ShutterAccess"]),
+        .library(name: "ShutterCamera", targets: ["ShutterCamera"]),
+        .library(name: "ShutterJobs", targets: ["ShutterJobs"]),
+        .library(name: "ShutterCatalog", targets: ["ShutterCatalog"]),
+        .library(name: "ShutterCapture", targets: ["ShutterCapture"]),
+        .library(name: "ShutterSystem", targets: ["ShutterSystem"]),
+        .library(name: "ShutterAPI", targets: ["ShutterAPI"]),
     ],
     targets: [
         // Declarations that Swift's Glibc module does not import (epoll, eventfd, signalfd,

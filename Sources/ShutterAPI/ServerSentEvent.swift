@@ -21,10 +21,25 @@ struct ServerSentEvent: Sendable, Equatable {
         var text = "id: \(id)\nevent: \(name)\n"
         // A line break inside `data` would end the field; each line goes in a `data:` of its own,
         // which the client joins back with "\n". The catalog writes compact JSON, so this is one.
-        for line in data.split(separator: "\n", omittingEmptySubsequences: false) {
-            text += "data: \(line)\n"
+        // A client ends a line at CRLF, LF or CR (WHATWG HTML §9.2.6), so data is split at each;
+        // by unicode scalars, since a Character holds CRLF as one.
+        let scalars = data.unicodeScalars
+        var lineStart = scalars.startIndex
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            guard scalar == "\r" || scalar == "\n" else {
+                index = scalars.index(after: index)
+                continue
+            }
+            text += "data: \(String(scalars[lineStart..<index]))\n"
+            index = scalars.index(after: index)
+            if scalar == "\r", index < scalars.endIndex, scalars[index] == "\n" {
+                index = scalars.index(after: index)
+            }
+            lineStart = index
         }
-        text += "\n"
+        text += "data: \(String(scalars[lineStart...]))\n\n"
         bytes = Array(text.utf8)
     }
 

@@ -164,6 +164,11 @@ public enum JPEGDecoder {
                 handle, source.baseAddress, UInt(source.count), &width, &height, &subsampling, &colorspace)
         }
         guard result == 0 else { throw JPEGError(call: "tjDecompressHeader3", handle: handle) }
+        // An abbreviated "tables-only" stream (SOI, tables, EOI: no frame header) succeeds with no
+        // size (libjpeg's JPEG_HEADER_TABLES_ONLY); it is no picture, so it is an error here.
+        guard width > 0, height > 0 else {
+            throw JPEGError(call: "tjDecompressHeader3", message: "no frame header: a tables-only JPEG")
+        }
         return (Int(width), Int(height), subsampling)
     }
 }

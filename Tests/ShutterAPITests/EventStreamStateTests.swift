@@ -66,6 +66,15 @@ import Testing
                 == "id: 2\nevent: storage.state\ndata: {\ndata: }\n\n")
     }
 
+    @Test func dataWithACarriageReturnIsSplitThereTooAsABrowserWould() {
+        // Found by fuzz/FuzzEventStream: EventSource ends a line at CRLF, LF or CR (WHATWG HTML
+        // §9.2.6), so a CR left inside a `data:` field would cut the data short there.
+        let event = ServerSentEvent(CatalogEvent(id: 2, type: .storageState, at: 0, data: "{\r\n\"a\": 1\r}"))
+        #expect(
+            String(decoding: event.bytes, as: UTF8.self)
+                == "id: 2\nevent: storage.state\ndata: {\ndata: \"a\": 1\ndata: }\n\n")
+    }
+
     @Test func eventsAtOrBelowTheCursorAndRepeatsAreNotSentAgain() {
         var state = live(after: 10)
         _ = state.nextOutput(now: start)

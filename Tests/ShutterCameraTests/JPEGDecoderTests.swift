@@ -12,6 +12,27 @@ import Testing
         #expect(throws: JPEGError.self) { try JPEGDecoder.header(of: []) }
     }
 
+    @Test func aTablesOnlyJPEGHasNoSizeAndIsAnError() throws {
+        // Found by fuzz/ (FuzzJPEGHeader): TurboJPEG answers an abbreviated "tables-only" stream
+        // (SOI, the tables, EOI: no frame header) with success and no size, which was read as a
+        // 0x0 picture (a thumbnail's size, an upload's check).
+        let jpeg = try JPEGEncoder(quality: 80).encode(YUVImage(width: 16, height: 16, subsampling: .yuv420))
+        var tablesOnly: [UInt8] = [0xFF, 0xD8]
+        var offset = 2
+        while jpeg[offset + 1] != 0xC0 {  // Up to the frame header (SOF0), keeping DQT and DHT.
+            let length = Int(jpeg[offset + 2]) << 8 | Int(jpeg[offset + 3])
+            if jpeg[offset + 1] == 0xDB || jpeg[offset + 1] == 0xC4 {
+                tablesOnly += jpeg[offset..<(offset + 2 + length)]
+            }
+            offset += 2 + length
+        }
+        tablesOnly += [0xFF, 0xD9]
+        let error = #expect(throws: JPEGError.self) { try JPEGDecoder.header(of: tablesOnly) }
+        #expect(error?.call == "tjDecompressHeader3")
+        #expect(throws: JPEGError.self) { try JPEGDecoder.decodeYUV(tablesOnly) }
+        #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB(tablesOnly) }
+    }
+
     @Test func subsamplingOtherThan420Or422IsNil() throws {
         // A 4:4:4 JPEG made straight from RGB with TurboJPEG, as some cameras deliver.
         let width: Int32 = 16

@@ -89,9 +89,15 @@ public enum MJPEGRepair {
                 hasHuffmanTables = true
             case 0xC0...0xCF where marker != 0xC8 && marker != 0xCC && length >= 8:
                 // SOFn: length, precision, then height and width (T.81 B.2.2).
-                size = FrameSize(
+                let frameSize = FrameSize(
                     width: Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]),
                     height: Int(bytes[offset + 3]) << 8 | Int(bytes[offset + 4]))
+                // T.81 allows no zero width; a zero height defers it to a DNL segment, which
+                // libjpeg does not decode. Either way the frame has no size to be a picture of.
+                guard frameSize.width > 0, frameSize.height > 0 else {
+                    return .failure(.malformedSegment(offset: markerStart))
+                }
+                size = frameSize
             case 0xDA:
                 let scanData = offset + length
                 var end = count - 2

@@ -128,6 +128,23 @@ import Testing
         #expect(MJPEGRepair.validate(noScan) == .failure(.missingStartOfScan))
     }
 
+    @Test func aFrameHeaderWithNoWidthOrNoHeightIsRejected() throws {
+        // Found by fuzz/FuzzMJPEGRepair: a SOF0 of 0x48 passed, and the frame went on as a
+        // picture of width 0. T.81 B.2.2 allows no zero width, and a zero height (left to a DNL
+        // segment) is what libjpeg refuses to decode.
+        let original = try Self.patternJPEG()
+        let frameHeader = try #require(
+            original.indices.first { original[$0] == 0xFF && original[$0 + 1] == 0xC0 })
+        for (field, name) in [(frameHeader + 7, "width"), (frameHeader + 5, "height")] {
+            var zeroed = original
+            zeroed[field] = 0
+            zeroed[field + 1] = 0
+            #expect(
+                MJPEGRepair.validate(zeroed) == .failure(.malformedSegment(offset: frameHeader)), "\(name) 0")
+        }
+        #expect(try MJPEGRepair.validate(original).get().size == FrameSize(width: 64, height: 48))
+    }
+
     @Test func fillBytesBeforeAMarkerAreAllowed() throws {
         let original = try Self.patternJPEG()
         // T.81 B.1.1.2: any number of 0xFF may precede a marker.
