@@ -45,21 +45,28 @@ struct LibraryRoutes: Sendable {
         let page = try await catalog.page(
             before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
             label: query.label, keep: query.keep, takenSince: query.since, takenUntil: query.until)
-        var items = "["
-        items.reserveCapacity(page.items.count * 320 + 2)
-        for (index, record) in page.items.enumerated() {
-            if index > 0 { items += "," }
-            items += record.json
-        }
-        items += "]"
-        var object = JSONObjectWriter()
-        object.rawField("items", items)
         var next: String?
         if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
-        object.field("next", next)
-        let body = Array((object.finished() + "\n").utf8)
+        let body = Self.pageBody(page.items, next: next)
         pages.store(body, query: Self.cacheKey(request), generation: generation)
         return Self.page(body, etag: etag)
+    }
+
+    /// `{"items":[…],"next":…}` and a newline, written straight into one buffer: a page nobody
+    /// asked for before (a script paging with `next`) is written once, and its 50 records built
+    /// as strings, then joined, then converted, were half of its CPU.
+    static func pageBody(_ records: [MediaRecord], next: String?) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(records.count * 330 + 64)
+        body += #"{"items":["#.utf8
+        for (index, record) in records.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            record.appendJSON(to: &body)
+        }
+        body += #"],"next":"#.utf8
+        if let next { JSONBytes.appendString(next, to: &body) } else { body += "null".utf8 }
+        body += "}\n".utf8
+        return body
     }
 
     private static func page(_ body: [UInt8], etag: String) -> HTTPResponse {

@@ -16,15 +16,15 @@ public final class PreviewPart: LivePreviewPart {
         // Built from bytes, not string interpolation: it runs on the event loop for every frame.
         var head = Self.contentLengthField
         head.reserveCapacity(128)
-        Self.appendDecimal(UInt64(frame.jpeg.count), to: &head)
+        JSONBytes.appendDecimal(UInt64(frame.jpeg.count), to: &head)
         // X-Timestamp: capture time in Unix seconds, as ustreamer sends it.
         head += Self.timestampField
         let milliseconds = UInt64(max(0, frame.wallMilliseconds))
-        Self.appendDecimal(milliseconds / 1000, to: &head)
+        JSONBytes.appendDecimal(milliseconds / 1000, to: &head)
         head.append(UInt8(ascii: "."))
-        Self.appendDecimal(milliseconds % 1000, to: &head, digits: 3)
+        JSONBytes.appendDecimal(milliseconds % 1000, to: &head, minimumDigits: 3)
         head += Self.sequenceField
-        Self.appendDecimal(frame.sequence, to: &head)
+        JSONBytes.appendDecimal(frame.sequence, to: &head)
         head += Self.endOfHead
         self.head = head
     }
@@ -33,22 +33,6 @@ public final class PreviewPart: LivePreviewPart {
     private static let timestampField = Array("\r\nX-Timestamp: ".utf8)
     private static let sequenceField = Array("\r\nX-Frame-Sequence: ".utf8)
     private static let endOfHead = Array("\r\n\r\n".utf8)
-
-    /// Appends `value` in decimal, zero-padded to at least `digits` (at most 20) digits.
-    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8], digits: Int = 1) {
-        let digits = min(digits, 20)
-        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
-        withUnsafeMutableBytes(of: &scratch) { buffer in
-            var remaining = value
-            var index = buffer.count
-            repeat {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            } while remaining > 0 || buffer.count - index < digits
-            bytes.append(contentsOf: buffer[index...])
-        }
-    }
 }
 
 /// One `/preview.mjpg` response: the body its connection pulls parts from, in MJPEG framing.

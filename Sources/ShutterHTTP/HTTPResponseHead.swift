@@ -14,7 +14,7 @@ enum HTTPResponseHead {
         head.reserveCapacity(384)
         let code = response.status.code
         head.append(contentsOf: "HTTP/1.1 ".utf8)
-        appendDecimal(code, to: &head)
+        JSONBytes.appendDecimal(UInt64(max(code, 0)), to: &head)
         head.append(UInt8(ascii: " "))
         head.append(contentsOf: response.status.reason.utf8)
         appendLineEnd(to: &head)
@@ -33,7 +33,7 @@ enum HTTPResponseHead {
         // A stream's end is the connection's close (RFC 9112 §6.3, item 8).
         if code >= 200 && code != 204 && code != 304 && !response.body.isStream {
             head.append(contentsOf: "Content-Length: ".utf8)
-            appendDecimal(response.body.count, to: &head)
+            JSONBytes.appendDecimal(UInt64(response.body.count), to: &head)
             appendLineEnd(to: &head)
         }
         if code >= 200 {
@@ -59,16 +59,6 @@ enum HTTPResponseHead {
     private static func appendLineEnd(to head: inout [UInt8]) {
         head.append(UInt8(ascii: "\r"))
         head.append(UInt8(ascii: "\n"))
-    }
-
-    /// `value` (not negative) in decimal digits.
-    private static func appendDecimal(_ value: Int, to head: inout [UInt8]) {
-        guard value >= 10 else {
-            head.append(UInt8(ascii: "0") + UInt8(max(value, 0)))
-            return
-        }
-        appendDecimal(value / 10, to: &head)
-        head.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 }
 

@@ -71,9 +71,9 @@ public enum LogLine {
             bytes += #"","level":""#.utf8
             bytes += level.rawValue.utf8
             bytes += #"","label":"#.utf8
-            appendJSONString(to: &bytes, label)
+            JSONBytes.appendString(label, to: &bytes)
             bytes += #","msg":"#.utf8
-            appendJSONString(to: &bytes, message)
+            JSONBytes.appendString(message, to: &bytes)
         }
     }
 
@@ -93,7 +93,7 @@ public enum LogLine {
     public static func appendKey(to bytes: inout [UInt8], style: LogStyle, key: String) {
         if style.format == .json {
             bytes.append(UInt8(ascii: ","))
-            appendJSONString(to: &bytes, key)
+            JSONBytes.appendString(key, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
             return
         }
@@ -105,7 +105,7 @@ public enum LogLine {
     /// Appends a field's value after its key, quoted and escaped as `appendField` says.
     public static func appendValue(to bytes: inout [UInt8], style: LogStyle, value: String) {
         if style.format == .json {
-            appendJSONString(to: &bytes, value)
+            JSONBytes.appendString(value, to: &bytes)
             return
         }
         // A native string's bytes are scanned and copied in place (the access log writes a
@@ -122,7 +122,7 @@ public enum LogLine {
                 bytes += utf8
                 return true
             }()
-        if !written { appendJSONString(to: &bytes, value) }
+        if !written { JSONBytes.appendString(value, to: &bytes) }
     }
 
     /// Whether a text value holding `byte` is quoted: a space, `"` or `=` would make it read as
@@ -139,7 +139,7 @@ public enum LogLine {
     public static func appendValue(to bytes: inout [UInt8], style: LogStyle, integer value: Int) {
         if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        appendDigits(to: &bytes, value.magnitude, minimumCount: 1)
+        JSONBytes.appendDecimal(UInt64(value.magnitude), to: &bytes)
         if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
     }
 
@@ -147,30 +147,10 @@ public enum LogLine {
     /// `1.234`), the same bytes as `appendValue` of `Timestamp.thousandths(value)`.
     public static func appendValue(to bytes: inout [UInt8], style: LogStyle, thousandths value: UInt64) {
         if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
-        appendDigits(to: &bytes, UInt(value / 1000), minimumCount: 1)
+        JSONBytes.appendDecimal(value / 1000, to: &bytes)
         bytes.append(UInt8(ascii: "."))
-        appendDigits(to: &bytes, UInt(value % 1000), minimumCount: 3)
+        JSONBytes.appendDecimal(value % 1000, to: &bytes, minimumDigits: 3)
         if style.format == .json { bytes.append(UInt8(ascii: "\"")) }
-    }
-
-    /// Appends `value`'s decimal digits, zero-padded on the left to `minimumCount`.
-    private static func appendDigits(to bytes: inout [UInt8], _ value: UInt, minimumCount: Int) {
-        // 20 digits hold any UInt64; filled from the right.
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var remaining = value
-            var start = scratch.count
-            repeat {
-                start -= 1
-                scratch[start] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            } while remaining > 0
-            while scratch.count - start < minimumCount {
-                start -= 1
-                scratch[start] = UInt8(ascii: "0")
-            }
-            bytes.append(contentsOf: scratch[start...])
-        }
     }
 
     /// Ends the line (without its newline).
@@ -193,27 +173,6 @@ public enum LogLine {
         case .error: 3
         case .critical: 2
         }
-    }
-
-    /// `text` as a JSON string (RFC 8259 §7): quotes, backslashes and control characters escaped.
-    static func appendJSONString(to bytes: inout [UInt8], _ text: String) {
-        let hex = Array("0123456789abcdef".utf8)
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += #"\""#.utf8
-            case UInt8(ascii: "\\"): bytes += #"\\"#.utf8
-            case UInt8(ascii: "\n"): bytes += #"\n"#.utf8
-            case UInt8(ascii: "\r"): bytes += #"\r"#.utf8
-            case UInt8(ascii: "\t"): bytes += #"\t"#.utf8
-            case 0..<0x20, 0x7F:
-                bytes += #"\u00"#.utf8
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }
 

@@ -3,38 +3,34 @@
 public enum Timestamp {
     /// `2026-11-30T03:40:00.123Z` for the given milliseconds since 1970-01-01 UTC.
     public static func iso8601(millisecondsSince1970 millis: Int64) -> String {
-        let (days, msOfDay) = floorDivide(millis, 86_400_000)
-        let (year, month, day) = civilDate(daysSince1970: days)
-        let hour = msOfDay / 3_600_000
-        let minute = msOfDay / 60000 % 60
-        let second = msOfDay / 1000 % 60
-        let ms = msOfDay % 1000
-        guard (0...9999).contains(year) else {
-            return
-                "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+        guard let fields = ISO8601Fields(millisecondsSince1970: millis) else {
+            return wideISO8601(millisecondsSince1970: millis)
         }
         // Every record of a `/library` page carries one: written digit by digit into its 24 bytes,
         // where the interpolation of seven padded strings was a tenth of the page's CPU.
-        return String(unsafeUninitializedCapacity: 24) { buffer in
-            var out = FixedWriter(buffer: buffer)
-            func digits(_ value: Int64, _ width: Int) { out.digits(value, width) }
-            func mark(_ character: Unicode.Scalar) { out.mark(character) }
-            digits(year, 4)
-            mark("-")
-            digits(month, 2)
-            mark("-")
-            digits(day, 2)
-            mark("T")
-            digits(hour, 2)
-            mark(":")
-            digits(minute, 2)
-            mark(":")
-            digits(second, 2)
-            mark(".")
-            digits(ms, 3)
-            mark("Z")
-            return out.index
+        return String(unsafeUninitializedCapacity: ISO8601Fields.count) { fields.write(into: $0) }
+    }
+
+    /// Appends `iso8601(millisecondsSince1970:)` to `bytes`, without making the string: a
+    /// `/library` page writes one per record.
+    public static func appendISO8601(millisecondsSince1970 millis: Int64, to bytes: inout [UInt8]) {
+        guard let fields = ISO8601Fields(millisecondsSince1970: millis) else {
+            bytes += wideISO8601(millisecondsSince1970: millis).utf8
+            return
         }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ISO8601Fields.count) { buffer in
+            bytes.append(contentsOf: buffer[..<fields.write(into: buffer)])
+        }
+    }
+
+    /// A year outside 0...9999, which the fixed 24 bytes cannot hold (never a picture's time).
+    private static func wideISO8601(millisecondsSince1970 millis: Int64) -> String {
+        let (days, msOfDay) = floorDivide(millis, 86_400_000)
+        let (year, month, day) = civilDate(daysSince1970: days)
+        let (hour, minute) = (msOfDay / 3_600_000, msOfDay / 60000 % 60)
+        let (second, ms) = (msOfDay / 1000 % 60, msOfDay % 1000)
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 
     /// `value` thousandths as a decimal with three places: `1234` is `1.234` (microseconds as
@@ -153,6 +149,42 @@ public enum Timestamp {
     public static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+/// The parts of an ISO 8601 time whose year has four digits, written in its fixed 24 bytes.
+private struct ISO8601Fields {
+    static let count = 24
+    let year, month, day, hour, minute, second, millisecond: Int64
+
+    init?(millisecondsSince1970 millis: Int64) {
+        let (days, msOfDay) = Timestamp.floorDivide(millis, 86_400_000)
+        (year, month, day) = Timestamp.civilDate(daysSince1970: days)
+        guard (0...9999).contains(year) else { return nil }
+        hour = msOfDay / 3_600_000
+        minute = msOfDay / 60000 % 60
+        second = msOfDay / 1000 % 60
+        millisecond = msOfDay % 1000
+    }
+
+    /// Writes the 24 bytes at the start of `buffer`; returns how many.
+    func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var out = FixedWriter(buffer: buffer)
+        out.digits(year, 4)
+        out.mark("-")
+        out.digits(month, 2)
+        out.mark("-")
+        out.digits(day, 2)
+        out.mark("T")
+        out.digits(hour, 2)
+        out.mark(":")
+        out.digits(minute, 2)
+        out.mark(":")
+        out.digits(second, 2)
+        out.mark(".")
+        out.digits(millisecond, 3)
+        out.mark("Z")
+        return out.index
     }
 }
 

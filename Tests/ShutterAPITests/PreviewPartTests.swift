@@ -29,14 +29,6 @@ import Testing
                 == "Content-Type: image/jpeg\r\nContent-Length: 0\r\nX-Timestamp: 0.007\r\nX-Frame-Sequence: 0\r\n\r\n"
         )
     }
-
-    @Test func decimalsMatchTheStandardLibrary() {
-        for value: UInt64 in [0, 9, 10, 99, 1000, 123_456_789, UInt64.max] {
-            var bytes: [UInt8] = []
-            PreviewPart.appendDecimal(value, to: &bytes)
-            #expect(String(decoding: bytes, as: UTF8.self) == String(value))
-        }
-    }
 }
 
 /// A `/preview.mjpg` opened with a signed link: frames stop with the link.

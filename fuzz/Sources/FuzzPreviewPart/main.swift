@@ -1,5 +1,5 @@
 // Fuzzes the multipart writer of GET /preview.mjpg: the head PreviewPart writes before each frame
-// (Content-Length, X-Timestamp, X-Frame-Sequence) from bytes, with its own decimal writer.
+// (Content-Length, X-Timestamp, X-Frame-Sequence) from bytes, with the shared decimal writer (JSONBytes).
 //
 // An input's first 8 bytes are the frame's sequence, the next 8 its wall time in milliseconds
 // (any Int64, negative too), the next one the zero-padding asked of the decimal writer, the rest
@@ -26,7 +26,7 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let jpeg = Array(bytes[17...])
 
     var decimal: [UInt8] = []
-    PreviewPart.appendDecimal(sequence, to: &decimal, digits: digits)
+    JSONBytes.appendDecimal(sequence, to: &decimal, minimumDigits: digits)
     let plain = String(sequence)
     let padded = String(repeating: "0", count: max(0, min(digits, 20) - plain.count)) + plain
     invariant(
