@@ -169,6 +169,17 @@ public enum JPEGDecoder {
         guard width > 0, height > 0 else {
             throw JPEGError(call: "tjDecompressHeader3", message: "no frame header: a tables-only JPEG")
         }
+        // Every decode allocates its planes from the header's size before reading a byte of the
+        // scan, so a forged header would ask for gigabytes: refused above any camera's size.
+        guard Int(width) * Int(height) <= maximumPixels else {
+            throw JPEGError(
+                call: "tjDecompressHeader3",
+                message: "\(width)x\(height) is over the \(maximumPixels / 1_000_000)-megapixel limit")
+        }
         return (Int(width), Int(height), subsampling)
     }
+
+    /// The most pixels a JPEG may have to be decoded: 8192x8192, above the largest camera
+    /// sensors (64 megapixels) and at most 200 MB of RGB.
+    public static let maximumPixels = 8192 * 8192
 }

@@ -33,6 +33,30 @@ import Testing
         #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB(tablesOnly) }
     }
 
+    /// A frame header can name 65500x65500 (libjpeg's own limit); the planes for that are 6 GB,
+    /// allocated before the scan is read. Refused by every decode; the limit's edge still decodes.
+    @Test func aHeaderNamingMoreThanTheLimitIsRefusedBeforeAnyDecode() throws {
+        let jpeg = try JPEGEncoder(quality: 80).encode(YUVImage(width: 16, height: 16, subsampling: .yuv420))
+        let frameHeader = try #require(jpeg.indices.first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 })
+        func sized(_ width: Int, _ height: Int) -> [UInt8] {
+            var forged = jpeg
+            forged[frameHeader + 5] = UInt8(height >> 8)
+            forged[frameHeader + 6] = UInt8(height & 0xFF)
+            forged[frameHeader + 7] = UInt8(width >> 8)
+            forged[frameHeader + 8] = UInt8(width & 0xFF)
+            return forged
+        }
+        for (width, height) in [(65500, 65500), (8193, 8192), (65500, 1025)] {
+            let forged = sized(width, height)
+            let error = #expect(throws: JPEGError.self) { try JPEGDecoder.header(of: forged) }
+            #expect(error?.message == "\(width)x\(height) is over the 67-megapixel limit")
+            #expect(throws: JPEGError.self) { try JPEGDecoder.decodeYUV(forged) }
+            #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB(forged) }
+            #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB(forged, minimumWidth: 16) }
+        }
+        #expect(try JPEGDecoder.header(of: sized(8192, 8192)).width == 8192)
+    }
+
     @Test func subsamplingOtherThan420Or422IsNil() throws {
         // A 4:4:4 JPEG made straight from RGB with TurboJPEG, as some cameras deliver.
         let width: Int32 = 16

@@ -39,8 +39,16 @@ struct V4L2FrameDecoder {
             case .failure(let defect):
                 return .corrupt(defect.description)
             case .success(let layout):
-                let jpeg = MJPEGRepair.completeCopy(of: bytes, layout: layout)
                 let size = layout.size ?? FrameSize(width: width, height: height)
+                // The frame's own header sizes the picture (drivers misreport it), but a header
+                // naming far more than the camera was set to is damage or a forgery: decoding
+                // 65500x65500 for the text overlay would take 6 GB.
+                guard size.width <= 2 * width, size.height <= 2 * height else {
+                    return .corrupt(
+                        "the frame header says \(size.width)x\(size.height), the camera was set to \(width)x\(height)"
+                    )
+                }
+                let jpeg = MJPEGRepair.completeCopy(of: bytes, layout: layout)
                 return .image(.jpeg(jpeg), width: size.width, height: size.height)
             }
         case .yuyv:

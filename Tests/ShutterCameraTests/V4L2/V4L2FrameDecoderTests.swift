@@ -40,6 +40,24 @@ import Testing
         #expect(jpeg == (try MJPEGRepair.insertingStandardHuffmanTables(stripped)))
     }
 
+    /// A header naming far more than the camera was set to is damage or a forgery, and the
+    /// overlay would decode it: dropped as corrupt. Up to twice each side is still a picture.
+    @Test func anMJPEGFrameFarLargerThanTheCameraWasSetToIsCorrupt() throws {
+        let frame = try MJPEGRepairTests.patternJPEG(width: 64, height: 48)
+        var small = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 32, height: 24, bytesPerLine: 0)
+        guard case .image(_, 64, 48) = frame.withUnsafeBytes({ small.decode($0) }) else {
+            Issue.record("a frame twice the set size is a picture")
+            return
+        }
+        var smaller = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 32, height: 23, bytesPerLine: 0)
+        let outcome = frame.withUnsafeBytes { smaller.decode($0) }
+        guard case .corrupt(let reason) = outcome else {
+            Issue.record("expected a corrupt frame, got \(outcome)")
+            return
+        }
+        #expect(reason == "the frame header says 64x48, the camera was set to 32x23")
+    }
+
     @Test func brokenMJPEGFramesAreCorrupt() {
         var decoder = V4L2FrameDecoder(pixelFormat: .mjpeg, width: 64, height: 48, bytesPerLine: 0)
         let outcome = [UInt8](repeating: 0x42, count: 300).withUnsafeBytes { decoder.decode($0) }
