@@ -380,10 +380,27 @@ def test_a_job_long_poll_answers_when_its_state_changes(make_daemon):
     status, _, waited = d.json("GET", f"/jobs/{job['id']}?wait=30&state_not=scheduled")
     assert status == 200 and waited["state"] != "scheduled"
     assert 0.5 < time.monotonic() - started < 3
-    # Without state_not: the next change of the state it has now.
     if waited["state"] == "running":
-        status, _, waited = d.json("GET", f"/jobs/{job['id']}?wait=30")
+        status, _, waited = d.json("GET", f"/jobs/{job['id']}?wait=30&state_not=running")
         assert waited["state"] == "done"
+    # Without state_not: the next change of the state it has when asked. A job that stays running
+    # until it is cancelled, so the change comes when the test makes it (waiting on the delayed
+    # job's "running" raced its end: done before the wait was asked, it waited out all 30 s).
+    status, _, interval = d.json(
+        "POST", "/jobs", body=json.dumps({"kind": "interval", "every": 60, "count": 10}))
+    assert status == 201, interval
+    status, _, interval = d.json("GET", f"/jobs/{interval['id']}?wait=10&state_not=scheduled")
+    assert status == 200 and interval["state"] == "running", interval
+    answers = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(d.json("GET", f"/jobs/{interval['id']}?wait=30")))
+    waiting.start()
+    time.sleep(0.5)
+    cancelled_at = time.monotonic()
+    assert d.json("DELETE", f"/jobs/{interval['id']}")[0] == 200
+    waiting.join(10)
+    assert answers and answers[0][0] == 200 and answers[0][2]["state"] == "cancelled", answers
+    assert time.monotonic() - cancelled_at < 3
     # Nothing changes: the job as it is after the wait.
     started = time.monotonic()
     status, _, same = d.json("GET", f"/jobs/{job['id']}?wait=1&state_not={waited['state']}")
