@@ -165,14 +165,14 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
             let added = curl_multi_add_handle(multi, transfer.handle)
             guard added == CURLM_OK else {
                 let message = String(cString: curl_multi_strerror(added))
-                transfer.fail(TransferError(code: 0, message: "curl_multi_add_handle: \(message)"))
                 releaseSlot()
+                transfer.fail(TransferError(code: 0, message: "curl_multi_add_handle: \(message)"))
                 return
             }
             active[UInt(bitPattern: transfer.handle)] = transfer
         } catch {
-            pending.continuation.resume(throwing: error)
             releaseSlot()
+            pending.continuation.resume(throwing: error)
         }
     }
 
@@ -197,11 +197,13 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPTransferResponse, any Error>) {
         curl_multi_remove_handle(multi, transfer.handle)
         active[UInt(bitPattern: transfer.handle)] = nil
+        // The slot is free before the sender hears: one that sends again at once (a retry) must
+        // not be refused for the slot its own transfer still held.
+        releaseSlot()
         switch result {
         case .success(let response): transfer.complete(response)
         case .failure(let error): transfer.fail(error)
         }
-        releaseSlot()
     }
 
     private func releaseSlot() {
