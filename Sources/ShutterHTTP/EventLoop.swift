@@ -39,9 +39,6 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
     public var onTick: (() -> Void)?
     /// Also run on the loop thread on every tick, after `onTick`, in the order added.
     private var tickHandlers: [() -> Void] = []
-    /// Runs on the loop thread once the events of one wake-up are handled, before it waits again,
-    /// and once more when the loop stops.
-    public var afterEvents: (() -> Void)?
 
     private struct Registration {
         let generation: UInt32
@@ -156,10 +153,8 @@ public final class EventLoop: SerialQueue, @unchecked Sendable {
                 }
                 registration.handler.handleEvents(event.events)
             }
-            afterEvents?()
         }
         runPendingTasks()
-        afterEvents?()
     }
 
     /// Runs `handler` on the loop thread on every tick from now on (call before `run()` or on the
