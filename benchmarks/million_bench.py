@@ -248,15 +248,24 @@ def listings(daemon, count, duration):
         result = wrk(url, 16, duration)
         result.update(path=path, items=items)
         results[name] = result
-    # The same query repeated is answered from the daemon's rendered-page cache after its first
-    # answer (as a poller's is). These ask a different page every time, so every answer is
-    # read from SQLite and written as JSON: the cost of a listing nobody asked for before.
-    uncached = {
-        "uncached: random before": ("/library?limit=50&before=%d", 100, count),
-        "uncached: label, random before": ("/library?limit=50&label=label-7&before=%d", 100, count),
-        "uncached: job, random after": ("/library?limit=50&job=5&after=%d", 0, count - 100),
-    }
-    for name, (template, low, high) in uncached.items():
+    results.update(uncached_listings(daemon, count, duration))
+    return results
+
+
+# The same query repeated is answered from the daemon's rendered-page cache after its first
+# answer (as a poller's is). These ask a different page every time, so every answer is read from
+# SQLite and written as JSON: the cost of a listing nobody asked for before.
+UNCACHED = {
+    "uncached: random before": ("/library?limit=50&before=%d", 100, None),
+    "uncached: label, random before": ("/library?limit=50&label=label-7&before=%d", 100, None),
+    "uncached: job, random after": ("/library?limit=50&job=5&after=%d", 0, -100),
+}
+
+
+def uncached_listings(daemon, count, duration):
+    results = {}
+    for name, (template, low, high) in UNCACHED.items():
+        high = count + (high or 0)
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
             lua.write(
                 "local counter = 0\n"
@@ -274,6 +283,33 @@ def listings(daemon, count, duration):
         result.update(path=template.replace("%d", "N"))
         results[name] = result
     return results
+
+
+def compare_uncached(args, data_dir, other, rounds=3):
+    """The uncached listings of this build and `other`, a daemon at a time, alternated round by
+    round on the same seed; per query, each build's median req/s and p99 and their ratio."""
+    runs = {"this": [], "other": []}
+    for _ in range(rounds):
+        for side, binary in (("this", args.shutterd), ("other", other)):
+            daemon = Daemon(binary, data_dir).start()
+            try:
+                daemon.wait_for("media directory checked")
+                runs[side].append(uncached_listings(daemon, args.count, args.duration))
+            finally:
+                daemon.stop()
+    summary = {}
+    for name in UNCACHED:
+        this = [run[name] for run in runs["this"]]
+        theirs = [run[name] for run in runs["other"]]
+        row = {}
+        for side, values in (("this", this), ("other", theirs)):
+            row[side] = {"rps": statistics.median(v["rps"] for v in values),
+                         "p99_ms": statistics.median(v["p99_ms"] for v in values),
+                         "p50_ms": statistics.median(v["p50_ms"] for v in values)}
+        row["rps_ratio"] = round(row["this"]["rps"] / row["other"]["rps"], 3)
+        row["p99_ratio"] = round(row["this"]["p99_ms"] / row["other"]["p99_ms"], 3)
+        summary[name] = row
+    return {"rounds": rounds, "other": other, "queries": summary}
 
 
 def revalidation_vs_nginx(daemon, duration, rounds=3):
@@ -448,7 +484,9 @@ def main():
     parser.add_argument("--retention-remove", type=int, default=100_000)
     parser.add_argument("--compare-start-up", metavar="BIN",
                         help="another build whose start-up is measured alternately with this one's")
-    parser.add_argument("--skip", default="", help="comma-separated steps to skip: listings,revalidation,retention,events")
+    parser.add_argument("--compare-uncached", metavar="BIN",
+                        help="another build whose uncached listings are measured alternately with this one's")
+    parser.add_argument("--skip", default="", help="comma-separated steps to skip: start-up,listings,revalidation,retention,events")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     results = {"machine": {"cores": os.cpu_count(), "load_average_start": load_average()}}
@@ -463,7 +501,10 @@ def main():
         results["start_up_compared"] = {
             side: [{k: run[k] for k in ("exec_to_listening_ms", "beyond_sqlite_open_ms", "pictures")} for run in runs]
             for side, runs in compared.items()}
-    results["start_up"] = start_up(args, data_dir)
+    if args.compare_uncached:
+        results["uncached_compared"] = compare_uncached(args, data_dir, args.compare_uncached)
+    if "start-up" not in skip:
+        results["start_up"] = start_up(args, data_dir)
     if not {"listings", "revalidation"} <= skip:
         daemon = Daemon(args.shutterd, data_dir).start()
         try:
