@@ -17,9 +17,9 @@ struct LibraryRoutes: Sendable {
     func register(in router: inout Router) {
         router.add(
             .get, "/library", scope: .view,
-            .immediateOrTask(
+            .immediateOrDeferred(
                 immediate: { request, _ in try answerOnTheLoop(request) },
-                task: { request, _ in try await library(request) }))
+                deferred: { request, _, responder in try readPage(request, responder) }))
         router.add(
             .get, "/library/{id}", scope: .view,
             .task { request, parameters in try await picture(request, parameters) })
@@ -50,6 +50,43 @@ struct LibraryRoutes: Sendable {
         let body = Self.pageBody(page.items, next: next)
         pages.store(body, query: Self.cacheKey(request), generation: generation)
         return Self.page(body, etag: etag)
+    }
+
+    /// `GET /library` when `answerOnTheLoop` could not answer: the page is read on the catalog's
+    /// reader (`CatalogReader`), written there, and answered from there to the loop; a long-poll
+    /// waits on a task first (`library`).
+    func readPage(_ request: HTTPRequest, _ responder: HTTPResponder) throws {
+        let query = try LibraryQuery(request)
+        guard query.wait == nil else {
+            Task {
+                do {
+                    responder.respond(try await library(request))
+                } catch {
+                    responder.fail(error)
+                }
+            }
+            return
+        }
+        // Read before the rows, as in `library`.
+        let generation = catalog.changeCounter
+        let etag = listingETag(generation)
+        if let notModified = Self.notModified(request, etag: etag) { return responder.respond(notModified) }
+        let key = Self.cacheKey(request)
+        catalog.reader.page(
+            before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
+            label: query.label, keep: query.keep, takenSince: query.since, takenUntil: query.until
+        ) { [pages] result in
+            switch result {
+            case .success(let page):
+                var next: String?
+                if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
+                let body = Self.pageBody(page.items, next: next)
+                pages.store(body, query: key, generation: generation)
+                responder.respond(Self.page(body, etag: etag))
+            case .failure(let error):
+                responder.fail(error)
+            }
+        }
     }
 
     /// `{"items":[…],"next":…}` and a newline, written straight into one buffer: a page nobody

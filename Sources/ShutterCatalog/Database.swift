@@ -14,15 +14,18 @@ public final class Database {
     /// How long a statement waits for another process's lock before failing with `SQLITE_BUSY`.
     public static let busyTimeoutMilliseconds: Int32 = 5000
 
-    /// Opens (creating if needed) the database at `path` in WAL mode with full synchronous commits.
-    public init(path: String) throws {
+    /// Opens (creating if needed) the database at `path` in WAL mode with full synchronous commits;
+    /// with `readOnly`, opens an existing WAL database for reading only (a second connection that
+    /// reads beside the writer: https://www.sqlite.org/wal.html#concurrency).
+    public init(path: String, readOnly: Bool = false) throws {
         // SQLITE_OPEN_NOMUTEX selects the multi-thread mode, in which "SQLite can be safely used by
         // multiple threads provided that no single database connection nor any object derived from
         // database connection, such as a prepared statement, is used in two or more threads at the
         // same time" (https://www.sqlite.org/threadsafe.html). The connection has one serial owner,
         // an actor, so the per-connection mutex of the serialized mode would buy nothing.
         // SQLITE_OPEN_EXRESCODE makes every call return extended result codes.
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         var connection: OpaquePointer?
         // The unix VFS, keeping the errno of a failed write or sync (CShutterSQLite) so that a full
         // disk is reported as one whichever call met it; the plain default if that cannot register.
@@ -40,7 +43,7 @@ public final class Database {
         }
         self.path = path
         self.handle = connection
-        try configure()
+        try configure(readOnly: readOnly)
     }
 
     deinit {
@@ -50,9 +53,22 @@ public final class Database {
         sqlite3_close_v2(handle)
     }
 
-    private func configure() throws {
+    private func configure(readOnly: Bool) throws {
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
+        if readOnly {
+            // The writer chose the journal mode; a reader only checks it, since outside WAL it
+            // would block the writer (and be blocked by it) instead of reading beside it.
+            let mode = try fetchOne(sql: "PRAGMA journal_mode") { try $0.decode(String.self, at: 0) }
+            guard mode?.lowercased() == "wal" else {
+                throw DatabaseError(
+                    extendedResultCode: SQLITE_CANTOPEN,
+                    message: "journal_mode is \(mode ?? "unknown"), WAL is required",
+                    sql: "PRAGMA journal_mode")
+            }
+            try execute(sql: "PRAGMA cache_size=-1024")
+            return
+        }
         // WAL lets readers run during a write and makes a commit one append to the log
         // (https://www.sqlite.org/wal.html). The pragma answers with the mode in force, which stays
         // "delete" where WAL is impossible (no shared memory, some network file systems).

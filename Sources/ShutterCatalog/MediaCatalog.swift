@@ -60,6 +60,8 @@ public actor MediaCatalog {
     /// Why pictures are refused for space, as last found, and when the disk was last looked at:
     /// written on the catalog's thread, read by `/healthz` on the event loop (no I/O under the lock).
     nonisolated let space = LockedValue(SpaceShortage())
+    /// Reads listing pages beside the catalog, on its own connection and thread.
+    public nonisolated let reader: CatalogReader
     /// Counts for `/metrics`, read from any thread.
     public nonisolated let counters = CatalogCounters()
     /// Every committed event, as a batch per transaction, in id order, on the catalog's thread:
@@ -127,8 +129,12 @@ public actor MediaCatalog {
             timings.lap("thumbnails_ms")
             let history = try Self.loadEventHistory(database, limits: eventHistoryLimits)
             timings.lap("events_ms")
+            // After the schema is migrated: the reader reads the tables as they now are.
+            let reader = try CatalogReader(path: database.path)
+            timings.lap("reader_ms")
 
             self.executor = executor
+            self.reader = reader
             self.dataDirectory = dataDirectory
             self.files = files
             self.lock = lock
@@ -277,16 +283,25 @@ public actor MediaCatalog {
         before: Int64? = nil, after: Int64? = nil, limit: Int, jobID: Int64? = nil, label: String? = nil,
         keep: Bool? = nil, takenSince: Int64? = nil, takenUntil: Int64? = nil
     ) throws -> MediaPage {
+        try Self.page(
+            in: database, before: before, after: after, limit: limit, jobID: jobID, label: label, keep: keep,
+            takenSince: takenSince, takenUntil: takenUntil)
+    }
+
+    /// `page` on `database`: the catalog's own connection, or a `CatalogReader`'s.
+    static func page(
+        in database: Database, before: Int64?, after: Int64?, limit: Int, jobID: Int64?, label: String?,
+        keep: Bool?, takenSince: Int64?, takenUntil: Int64?
+    ) throws -> MediaPage {
         guard limit >= 1 else { throw CatalogError.invalidArgument("limit \(limit) is below 1") }
         // SQLite's LIMIT is a 64-bit integer; clamping keeps `limit + 1` from overflowing.
         let limit = min(limit, Int(Int32.max))
         // One more row than asked tells whether another page exists without a COUNT.
-        let (sql, arguments) = Self.pageQuery(
+        let (sql, arguments) = pageQuery(
             before: before, after: after, rows: limit + 1, jobID: jobID, label: label, keep: keep,
             takenSince: takenSince, takenUntil: takenUntil)
         do {
-            var items = try database.fetchAll(
-                sql: sql, arguments: arguments, Self.decodeRecord)
+            var items = try database.fetchAll(sql: sql, arguments: arguments, decodeRecord)
             let hasMore = items.count > limit
             if hasMore { items.removeLast() }
             return MediaPage(items: items, hasMore: hasMore)
@@ -563,7 +578,7 @@ public actor MediaCatalog {
         )
     }
 
-    private static func decodeRecord(_ row: Row) throws -> MediaRecord {
+    static func decodeRecord(_ row: Row) throws -> MediaRecord {
         MediaRecord(
             id: try row.decode(at: 0), takenAt: try row.decode(at: 1), width: try row.decode(at: 2),
             height: try row.decode(at: 3), bytes: try row.decode(at: 4), sha256: try row.decode(at: 5),

@@ -297,6 +297,33 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             } else {
                 startTask(id, requestID: request.id) { try await task(request, parameters) }
             }
+        case .immediateOrDeferred(let immediate, let deferred):
+            let answer: HTTPResponse? = Logger.$requestID.withValue(request.id) {
+                do {
+                    return try immediate(request, parameters)
+                } catch {
+                    return Self.errorResponse(error, server.logger)
+                }
+            }
+            if let answer {
+                complete(id, answer)
+                return
+            }
+            let loop = server.loop
+            let logger = server.logger
+            let requestID = request.id
+            let responder = HTTPResponder(
+                deliver: { response in loop.execute { self.complete(id, response) } },
+                mapError: { error in
+                    Logger.$requestID.withValue(requestID) { Self.errorResponse(error, logger) }
+                })
+            Logger.$requestID.withValue(request.id) {
+                do {
+                    try deferred(request, parameters, responder)
+                } catch {
+                    responder.fail(error)
+                }
+            }
         }
     }
 
@@ -324,7 +351,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         do { return try await body() } catch { return errorResponse(error, logger) }
     }
 
-    private static func errorResponse(_ error: any Error, _ logger: Logger) -> HTTPResponse {
+    static func errorResponse(_ error: any Error, _ logger: Logger) -> HTTPResponse {
         if let error = error as? any HTTPResponseError {
             // A 500 that an error maps itself to tells the client only to see the log: say it here.
             if error.status == .internalServerError {

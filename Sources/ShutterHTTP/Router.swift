@@ -19,6 +19,50 @@ public enum RouteHandler: Sendable {
     case immediateOrTask(
         immediate: @Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse?,
         task: @Sendable (HTTPRequest, RouteParameters) async throws -> HTTPResponse)
+    /// Runs `immediate` on the event-loop thread; when it returns nil, runs `deferred` there too,
+    /// which hands the work to a thread of its own and answers through the `HTTPResponder`, from
+    /// that thread, with no task in between.
+    ///
+    /// For a common answer that needs a blocking read (an uncached `/library` page): the read's
+    /// thread answers the loop directly, where a task would add two hand-offs through the pool.
+    case immediateOrDeferred(
+        immediate: @Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse?,
+        deferred: @Sendable (HTTPRequest, RouteParameters, HTTPResponder) throws -> Void)
+}
+
+/// Answers a request whose handler returned before its answer was ready
+/// (`RouteHandler.immediateOrDeferred`), from any thread.
+///
+/// The first answer counts; a later one is dropped. A handler that never answers leaves its
+/// connection waiting until the client gives up, as a task that never returns would.
+public final class HTTPResponder: Sendable {
+    private let deliver: @Sendable (HTTPResponse) -> Void
+    private let mapError: @Sendable (any Error) -> HTTPResponse
+    private let answered = LockedValue(false)
+
+    /// A responder that hands its answer to `deliver` (which must not block), and turns an error
+    /// into an answer with `mapError`.
+    public init(
+        deliver: @escaping @Sendable (HTTPResponse) -> Void,
+        mapError: @escaping @Sendable (any Error) -> HTTPResponse
+    ) {
+        self.deliver = deliver
+        self.mapError = mapError
+    }
+
+    /// Answers with `response`.
+    public func respond(_ response: HTTPResponse) {
+        let first = answered.withLock { answered in
+            defer { answered = true }
+            return !answered
+        }
+        if first { deliver(response) }
+    }
+
+    /// Answers with what `error` maps to, as if the handler had thrown it.
+    public func fail(_ error: any Error) {
+        respond(mapError(error))
+    }
 }
 
 /// Maps method and path to a handler. Patterns are literal segments and `{name}`

@@ -25,6 +25,13 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
         UnownedSerialExecutor(ordinary: self)
     }
 
+    /// Queues `body` to run on the executor's thread, after the work queued before it, without a
+    /// task: for work handed over from a thread that must not wait (the event loop), whose result
+    /// goes back the way the caller chose.
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        queue.add(.closure(body))
+    }
+
     /// Runs `body` on the executor's thread, after the work queued before it, and returns its result.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in

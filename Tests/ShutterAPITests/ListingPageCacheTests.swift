@@ -81,7 +81,7 @@ import Testing
     private func onTheLoop(_ api: TestAPI, _ target: String) throws -> HTTPResponse? {
         let request = HTTPRequest(method: .get, target: target)
         guard
-            case .handler(.immediateOrTask(let immediate, _), let parameters, _, _) = api.router.resolve(
+            case .handler(.immediateOrDeferred(let immediate, _), let parameters, _, _) = api.router.resolve(
                 method: .get, path: request.path ?? "")
         else {
             Issue.record("GET /library is not answered on the loop first")

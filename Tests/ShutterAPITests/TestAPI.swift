@@ -68,6 +68,21 @@ struct TestAPI {
             case .immediateOrTask(let immediate, let task):
                 if let answer = try immediate(request, parameters) { return answer }
                 return try await task(request, parameters)
+            case .immediateOrDeferred(let immediate, let deferred):
+                if let answer = try immediate(request, parameters) { return answer }
+                return try await withCheckedThrowingContinuation { continuation in
+                    let responder = HTTPResponder(
+                        deliver: { continuation.resume(returning: $0) },
+                        mapError: {
+                            ($0 as? any HTTPResponseError)?.response()
+                                ?? HTTPResponse(status: .internalServerError)
+                        })
+                    do {
+                        try deferred(request, parameters, responder)
+                    } catch {
+                        responder.fail(error)
+                    }
+                }
             }
         } catch let error as any HTTPResponseError {
             return error.response()

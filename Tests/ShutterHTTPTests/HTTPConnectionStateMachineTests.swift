@@ -205,7 +205,7 @@ private final class EmbeddedConnection {
                 machine.handlerFinished(id: id, response: response)
             case .task:
                 pendingTasks.append(id)
-            case .immediateOrTask(let immediate, _):
+            case .immediateOrTask(let immediate, _), .immediateOrDeferred(let immediate, _):
                 if let response = try? immediate(request, parameters) {
                     machine.handlerFinished(id: id, response: response)
                 } else {

@@ -61,6 +61,28 @@ import Testing
                 },
                 task: { _, _ in HTTPResponse(body: .bytes(Array("task".utf8))) }))
         router.add(
+            .get, "/deferred",
+            .immediateOrDeferred(
+                immediate: { request, _ in
+                    request.queryValue("on") == "loop" ? HTTPResponse(body: .bytes(Array("loop".utf8))) : nil
+                },
+                deferred: { request, _, responder in
+                    switch request.queryValue("on") {
+                    case "throw": throw HTTPError(.badRequest, detail: "refused before handing over")
+                    case "fail":
+                        try OSThread.spawn(name: "test-answer") {
+                            responder.fail(SystemError(errno: EIO, call: "secret internal call"))
+                        }.detach()
+                    default:
+                        // Answered from a thread of its own, later, and twice: the first answer counts.
+                        try OSThread.spawn(name: "test-answer") {
+                            usleep(20_000)
+                            responder.respond(HTTPResponse(body: .bytes(Array("thread".utf8))))
+                            responder.respond(HTTPResponse(body: .bytes(Array("again".utf8))))
+                        }.detach()
+                    }
+                }))
+        router.add(
             .get, "/fail",
             .task { _, _ in throw SystemError(errno: EIO, call: "secret internal call") })
         router.add(
@@ -158,6 +180,31 @@ import Testing
             #expect(answers.count == 3)
             #expect(answers.prefix(2) == ["200 loop", "200 task"])
             #expect(answers.last?.hasPrefix("400") == true)
+        }
+    }
+
+    /// A deferred answer comes from another thread, in its request's place among pipelined ones;
+    /// a throw before the hand-over and a failure after it are answered as a handler's errors.
+    @Test func deferredHandlersAnswerFromTheirOwnThreadInOrder() async throws {
+        try await onDedicatedThread {
+            let running = try RunningHTTPServer(router: Self.router())
+            defer { running.stop() }
+            let socket = try TestSocket(port: running.port)
+            try socket.send(
+                "GET /deferred HTTP/1.1\r\nHost: t\r\n\r\nGET /deferred?on=loop HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /deferred?on=throw HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /deferred?on=fail HTTP/1.1\r\nHost: t\r\n\r\n"
+                    + "GET /deferred HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            var answers: [String] = []
+            while let response = socket.readResponse() {
+                answers.append("\(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            }
+            #expect(answers.count == 5)
+            #expect(answers.prefix(2) == ["200 thread", "200 loop"])
+            #expect(answers.dropFirst(2).first?.hasPrefix("400") == true)
+            #expect(answers.dropFirst(3).first?.hasPrefix("500") == true)
+            #expect(answers.dropFirst(3).first?.contains("secret") == false)
+            #expect(answers.last == "200 thread")
         }
     }
 
