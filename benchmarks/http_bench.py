@@ -7,7 +7,7 @@
 3. POST /snap: p50/p95 latency over 200 sequential snaps at 30 fps, with the
    Server-Timing breakdown (wait for a fresh frame, encode, store) and the HTTP rest.
 
-Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd]
+Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd] [--json FILE]
 
 `--only media-rounds [--rounds 6]` measures media the steady way (issue 12): four servers run at
 once on the same picture, shutterd as installed (the access log on, stderr appended to a file
@@ -475,6 +475,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=6, help="media-rounds: rounds of A B A B")
     parser.add_argument("--shutterd-stderr", choices=["file", "pipe"], default="file",
                         help="media-rounds: shutterd's stderr appended to a file, or a pipe drained here")
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}}
     if args.only == "media-rounds":
@@ -486,6 +487,9 @@ def main():
     if args.only in (None, "snap"):
         results["snap_latency"] = snap_latency(args.binary)
         results["snap_latency"]["median_write_fsync_rename_fsync_dir_ms"] = fsync_cost()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
     json.dump(results, sys.stdout, indent=2)
     print()
 

@@ -9,7 +9,7 @@ KTLS`; wrk with 64 keep-alive connections on loopback. Whether each server's rec
 by the kernel (kTLS) is read from /proc/net/tls_stat (present only with the kernel's `tls`
 module), and shutterd also logs it (`tls ktls_send=...`).
 
-Usage: benchmarks/tls_bench.py [--duration 10] [--binary .build/release/shutterd]
+Usage: benchmarks/tls_bench.py [--duration 10] [--binary .build/release/shutterd] [--json FILE]
 Needs: wrk, nginx-light, openssl (Debian: apt-get install wrk nginx-light openssl); builds
 nothing itself (run `swift build -c release --product shutterd` first). Tries `modprobe tls`
 first, where allowed, so kTLS can be measured; works without it.
@@ -189,10 +189,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/shutterd"))
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release,
                            "openssl": ssl.OPENSSL_VERSION}}
     results["https_media_vs_nginx"] = media_vs_nginx(args.binary, args.duration)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
     json.dump(results, sys.stdout, indent=2)
     print()
 
