@@ -287,6 +287,22 @@ def fsync_cost(data_root=None, count=200):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def wait_listening(port, process, timeout=15):
+    """Waits until a server just started accepts on `port` (a loaded machine starts nginx in more
+    than the half second the scripts used to sleep); fails if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None:
+                raise SystemExit(f"{process.args[0]} exited ({process.returncode}) before listening on {port}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{process.args[0]} did not listen on {port} within {timeout} s")
+            time.sleep(0.05)
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

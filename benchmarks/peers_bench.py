@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "e2e"))
 from emucam import emucam_env  # noqa: E402
-from http_bench import cpu_seconds, free_port, nginx_conf, start_daemon, stop  # noqa: E402
+from http_bench import cpu_seconds, free_port, nginx_conf, start_daemon, stop, wait_listening  # noqa: E402
 from tls_bench import make_certificate, start_https_daemon  # noqa: E402
 
 SHUTTERD = os.path.join(ROOT, ".build/release/shutterd")
@@ -155,7 +155,7 @@ def serving(shutterd, duration, rounds):
                                        stderr=subprocess.DEVNULL)
             processes.append(process)
             nginx[scheme] = (process, port)
-        time.sleep(0.5)
+            wait_listening(port, process)
 
         ours = {"http": (plain, plain_port, picture), "https": (secure, secure_port, secure_picture)}
         load_before = os.getloadavg()

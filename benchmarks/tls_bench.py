@@ -27,10 +27,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_bench import cpu_seconds, stop, wrk  # noqa: E402
+from http_bench import cpu_seconds, free_port, stop, wait_listening, wrk  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -119,7 +118,7 @@ def media_vs_nginx(binary, duration):
         www = os.path.join(work, "www")
         os.makedirs(www)
         shutil.copy(path, os.path.join(www, "picture.jpg"))
-        nginx_port = port + 1 if port < 65000 else port - 1
+        nginx_port = free_port()
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -149,7 +148,7 @@ http {{
 """)
         nginx = subprocess.Popen(["nginx", "-c", conf, "-p", work], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_listening(nginx_port, nginx)
         ours_url = f"https://127.0.0.1:{port}/media/{record['id']}.jpg"
         theirs_url = f"https://127.0.0.1:{nginx_port}/picture.jpg"
         agreed = {"shutterd": negotiated(port, cert), "nginx": negotiated(nginx_port, cert)}
