@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
@@ -83,7 +84,6 @@ def process_cpu(pid):
 
 def fetch(scheme, port, path, headers=None, cafile=None):
     if scheme == "https":
-        import ssl
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30,
                                            context=ssl.create_default_context(cafile=cafile))
     else:
@@ -123,7 +123,6 @@ def serving(shutterd, duration, rounds):
         with open(os.path.join(www, "small.jpg"), "wb") as f:
             f.write(small)
         # The HTTPS daemon serves the same picture: the same file, snapped through its own API.
-        import ssl
         sconn = http.client.HTTPSConnection("127.0.0.1", secure_port, timeout=30,
                                             context=ssl.create_default_context(cafile=cert))
         sconn.request("POST", "/snap")
