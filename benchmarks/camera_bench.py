@@ -10,7 +10,7 @@
 2. The unthrottled YUYV encode rate (benchmarks/EncodeBenchmark: YUYV -> planar 4:2:2 -> JPEG)
    against tjbench compressing planar YUV 4:2:2, on the same 1280x720 picture.
 
-Usage: benchmarks/camera_bench.py [--seconds 10]
+Usage: benchmarks/camera_bench.py [--seconds 10] [--encode-seconds 5] [--json FILE]
 Needs: swift build -c release (shutterd, shutter-encode-bench), ustreamer and libjpeg-turbo-progs.
 """
 
@@ -201,6 +201,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--shutterd", default=SHUTTERD,
                         help="the daemon to measure (default: this checkout's release build), e.g. an older build to compare")
+    parser.add_argument("--encode-seconds", type=float, default=5, help="each run of the encode rate comparison")
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     SHUTTERD = args.shutterd
     results = {"camera": "emulated UVC, 1280x720, 30 fps"}
@@ -214,7 +216,10 @@ def main():
             "busy_vs_ustreamer_idle": round(busy["cpu_ms_per_frame"] / theirs["cpu_ms_per_frame"], 3),
             "busy_vs_ustreamer_streaming": round(busy["cpu_ms_per_frame"] / theirs_busy["cpu_ms_per_frame"], 3),
         }
-    results["encode_rate"] = encode_rates(5)
+    results["encode_rate"] = encode_rates(args.encode_seconds)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
     json.dump(results, sys.stdout, indent=2)
     print()
 

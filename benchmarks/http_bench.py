@@ -7,7 +7,7 @@
 3. POST /snap: p50/p95 latency over 200 sequential snaps at 30 fps, with the
    Server-Timing breakdown (wait for a fresh frame, encode, store) and the HTTP rest.
 
-Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd]
+Usage: benchmarks/http_bench.py [--duration 10] [--binary .build/release/shutterd] [--json FILE]
 
 `--only media-rounds [--rounds 6]` measures media the steady way (issue 12): four servers run at
 once on the same picture, shutterd as installed (the access log on, stderr appended to a file
@@ -287,6 +287,22 @@ def fsync_cost(data_root=None, count=200):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def wait_listening(port, process, timeout=15):
+    """Waits until a server just started accepts on `port` (a loaded machine starts nginx in more
+    than the half second the scripts used to sleep); fails if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None:
+                raise SystemExit(f"{process.args[0]} exited ({process.returncode}) before listening on {port}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{process.args[0]} did not listen on {port} within {timeout} s")
+            time.sleep(0.05)
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -475,6 +491,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=6, help="media-rounds: rounds of A B A B")
     parser.add_argument("--shutterd-stderr", choices=["file", "pipe"], default="file",
                         help="media-rounds: shutterd's stderr appended to a file, or a pipe drained here")
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}}
     if args.only == "media-rounds":
@@ -486,6 +503,9 @@ def main():
     if args.only in (None, "snap"):
         results["snap_latency"] = snap_latency(args.binary)
         results["snap_latency"]["median_write_fsync_rename_fsync_dir_ms"] = fsync_cost()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
     json.dump(results, sys.stdout, indent=2)
     print()
 

@@ -18,7 +18,7 @@ The picture is ffmpeg's testsrc at 1280x720, the frame that picture as a 4:2:2 J
 85 (cjpeg -sample 2x1), like a UVC camera's. CPU per delivered frame at 100 viewers with the text
 on the preview is preview_bench.py with --shutterd-args (see README.md).
 
-Usage: benchmarks/overlay_bench.py [--seconds 5] [--repeat 2] [--yuyv-only]
+Usage: benchmarks/overlay_bench.py [--seconds 5] [--repeat 2] [--yuyv-only] [--json FILE]
 Needs: swift build -c release --product shutter-encode-bench, ffmpeg, libjpeg-turbo-progs.
 """
 
@@ -45,11 +45,21 @@ def tjbench(path, *args, cwd):
     return subprocess.run(["tjbench", path, *args], capture_output=True, text=True, check=True, cwd=cwd).stdout
 
 
+def write_json(path, results):
+    """Prints the results, and writes them to `path` too when given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2)
+    json.dump(results, sys.stdout, indent=2)
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--yuyv-only", action="store_true", help="only the YUYV overlay's cost")
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     load_before = os.getloadavg()
     seconds = str(args.seconds)
@@ -90,8 +100,7 @@ def main():
     yuyv["frames_each_per_run"] = [run["frames_each"] for run in pairs]
     if args.yuyv_only:
         subprocess.run(["rm", "-rf", work])
-        json.dump({"yuyv": yuyv}, sys.stdout, indent=2)
-        print()
+        write_json(args.json, {"yuyv": yuyv})
         return
 
     runs = 30
@@ -116,8 +125,7 @@ def main():
                      "jpegtran_ms_without_process_start": round(jpegtran_ms - spawn_ms, 2),
                      "speedup_vs_jpegtran_without_start": round((jpegtran_ms - spawn_ms) / mean(turn), 2)},
     }
-    json.dump(results, sys.stdout, indent=2)
-    print()
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ KTLS`; wrk with 64 keep-alive connections on loopback. Whether each server's rec
 by the kernel (kTLS) is read from /proc/net/tls_stat (present only with the kernel's `tls`
 module), and shutterd also logs it (`tls ktls_send=...`).
 
-Usage: benchmarks/tls_bench.py [--duration 10] [--binary .build/release/shutterd]
+Usage: benchmarks/tls_bench.py [--duration 10] [--binary .build/release/shutterd] [--json FILE]
 Needs: wrk, nginx-light, openssl (Debian: apt-get install wrk nginx-light openssl); builds
 nothing itself (run `swift build -c release --product shutterd` first). Tries `modprobe tls`
 first, where allowed, so kTLS can be measured; works without it.
@@ -27,10 +27,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_bench import cpu_seconds, stop, wrk  # noqa: E402
+from http_bench import cpu_seconds, free_port, stop, wait_listening, wrk  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -119,7 +118,7 @@ def media_vs_nginx(binary, duration):
         www = os.path.join(work, "www")
         os.makedirs(www)
         shutil.copy(path, os.path.join(www, "picture.jpg"))
-        nginx_port = port + 1 if port < 65000 else port - 1
+        nginx_port = free_port()
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -149,7 +148,7 @@ http {{
 """)
         nginx = subprocess.Popen(["nginx", "-c", conf, "-p", work], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_listening(nginx_port, nginx)
         ours_url = f"https://127.0.0.1:{port}/media/{record['id']}.jpg"
         theirs_url = f"https://127.0.0.1:{nginx_port}/picture.jpg"
         agreed = {"shutterd": negotiated(port, cert), "nginx": negotiated(nginx_port, cert)}
@@ -189,10 +188,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/shutterd"))
+    parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release,
                            "openssl": ssl.OPENSSL_VERSION}}
     results["https_media_vs_nginx"] = media_vs_nginx(args.binary, args.duration)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
     json.dump(results, sys.stdout, indent=2)
     print()
 
