@@ -90,6 +90,9 @@ FD_SLACK = 8
 THREAD_SLACK = 2
 
 ERROR_LINE = re.compile(r"^(?:<\d>)?\S+ (error|critical) ")
+# A warning's message, without its key=value fields: counted and reported, not an error (the
+# broker going away is one).
+WARNING_LINE = re.compile(r"^(?:<\d>)?\S+ warning \S+: (.*?)(?= [a-z_]+=|$)")
 
 
 # MARK: Errors
@@ -102,21 +105,22 @@ class Errors:
         self.lock = threading.Lock()
         self.started = time.monotonic()
         self.items = []  # (seconds, kind, detail)
+        self.kinds = {}  # kind -> count
 
     def add(self, kind, detail):
         with self.lock:
-            self.items.append((round(time.monotonic() - self.started, 1), kind, str(detail)[:300]))
+            self.kinds[kind] = self.kinds.get(kind, 0) + 1
+            # The first thousand are kept: a day-long run that goes wrong must not fill memory.
+            if len(self.items) < 1000:
+                self.items.append((round(time.monotonic() - self.started, 1), kind, str(detail)[:300]))
 
     def count(self):
         with self.lock:
-            return len(self.items)
+            return sum(self.kinds.values())
 
     def by_kind(self):
         with self.lock:
-            kinds = {}
-            for _, kind, _ in self.items:
-                kinds[kind] = kinds.get(kind, 0) + 1
-            return kinds
+            return dict(self.kinds)
 
 
 def call(port, method, path, body=None, timeout=40):
@@ -659,6 +663,12 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
     for line in daemon.log_lines[log_seen:]:
         if ERROR_LINE.match(line):
             errors.add("log", line)
+    warnings = {}
+    for line in daemon.log_lines:
+        match = WARNING_LINE.match(line)
+        if match:
+            warnings[match.group(1)] = warnings.get(match.group(1), 0) + 1
+    summary["log_warnings"] = warnings
     if alive and exit_status != 0:
         errors.add("daemon", f"SIGTERM: exit status {exit_status}")
     if alive:
@@ -718,6 +728,8 @@ def verdict(summary):
         f"{summary.get('event_streams')} streams, no gap; {summary.get('polls')} polls; "
         f"{summary.get('preview_frames')} preview frames to the viewers; the broker stopped "
         f"{summary.get('broker_flaps')} times")
+    warnings = ", ".join(f"{message!r} x{count}" for message, count in summary.get("log_warnings", {}).items())
+    lines.append(f"daemon log warnings (not errors): {warnings or 'none'}")
     return "\n\n".join(lines)
 
 
