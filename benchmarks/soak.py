@@ -130,7 +130,8 @@ def call(port, method, path, body=None, timeout=40):
         conn.request(method, path, body=json.dumps(body) if body is not None else None, headers={"Host": "localhost"})
         response = conn.getresponse()
         data = response.read()
-        return response.status, (json.loads(data) if data and "json" in response.getheader("Content-Type", "") else None)
+        is_json = data and "json" in response.getheader("Content-Type", "")
+        return response.status, (json.loads(data) if is_json else None)
     finally:
         conn.close()
 
@@ -352,15 +353,34 @@ class EventFollower(Activity):
 
 class Poller(Activity):
     """A polling script: `GET /library?after=CURSOR&wait=10&limit=500`, following `next`; every
-    picture must come once, in increasing id order."""
+    picture must come once, in increasing id order. Like a gallery page, it fetches each new
+    picture's thumbnail (`?width=160`), so thumbnails are made, cached, and left for retention
+    to delete with their pictures."""
 
     def __init__(self, port, errors):
         super().__init__(port, errors)
         self.cursor = 0
         self.seen = set()
         self.polls = 0
+        self.thumbnails = 0
+        self.thumbnails_gone = 0  # 404: retention took the picture first
 
-    def poll_once(self, wait):
+    def fetch_thumbnail(self, picture):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=40)
+        try:
+            conn.request("GET", f"/media/{picture}.jpg?width=160", headers={"Host": "localhost"})
+            response = conn.getresponse()
+            data = response.read()
+        finally:
+            conn.close()
+        if response.status == 200 and data.startswith(b"\xff\xd8"):
+            self.thumbnails += 1
+        elif response.status == 404:
+            self.thumbnails_gone += 1
+        else:
+            self.errors.add("thumbnail", f"/media/{picture}.jpg?width=160 answered {response.status} {data[:60]!r}")
+
+    def poll_once(self, wait, thumbnails=False):
         path = f"/library?after={self.cursor}&limit=500" + (f"&wait={wait}" if wait else "")
         while path:
             status, page = call(self.port, "GET", path)
@@ -375,12 +395,14 @@ class Poller(Activity):
                     self.errors.add("poll", f"picture {item['id']} after cursor {self.cursor}")
                 self.seen.add(item["id"])
                 self.cursor = max(self.cursor, item["id"])
+                if thumbnails:
+                    self.fetch_thumbnail(item["id"])
             path = page["next"]
 
     def run(self):
         while not self.stopping.is_set():
             try:
-                self.poll_once(wait=10)
+                self.poll_once(wait=10, thumbnails=True)
             except (OSError, http.client.HTTPException, ValueError, KeyError) as error:
                 self.errors.add("poll", repr(error))
                 self.stopping.wait(1)
@@ -504,7 +526,8 @@ def flatness(samples, settle_s):
 
 def table(samples, sample_every_s):
     unit = "min" if sample_every_s >= 60 else "s"
-    lines = [f"| {unit} | RSS MiB | fds | threads | SQLite MiB (db+wal) | data dir MiB | pictures | CPU % | preview fps/viewer | load | errors |",
+    lines = [f"| {unit} | RSS MiB | fds | threads | SQLite MiB (db+wal) | data dir MiB | pictures | CPU % "
+             "| preview fps/viewer | load | errors |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     previous = None
     for s in samples:
@@ -656,7 +679,9 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
             errors.add("end", f"picture {picture} does not decode: {why}")
         summary.update(pictures_created=len(tracker.created), deleted_by_retention=tracker.deleted_by_retention,
                        pictures_at_end=len(library), newest_id=newest, events=tracker.events,
-                       last_event_id=tracker.last_id, polls=poller.polls, decoded=len(library) - len(bad))
+                       last_event_id=tracker.last_id, polls=poller.polls,
+                       thumbnails=poller.thumbnails, thumbnails_gone=poller.thumbnails_gone,
+                       decoded=len(library) - len(bad))
     for activity in (viewers, poller, *followers):
         activity.stop()
     exit_status = daemon.stop()
@@ -675,6 +700,10 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
         state = catalog_state(daemon.data_dir)
         if set(state["rows"]) != state["files"]:
             errors.add("end", f"rows and files differ: {sorted(set(state['rows']) ^ state['files'])[:20]}")
+        summary["thumbnail_files"] = len(state["thumbnails"])
+        if not state["thumbnails"] <= set(state["rows"]):
+            orphans = sorted(state["thumbnails"] - set(state["rows"]))
+            errors.add("end", f"thumbnails of deleted pictures: {orphans[:20]}")
         if state["leftovers"]:
             errors.add("end", f"files left over: {state['leftovers'][:20]}")
     broker.stop()
@@ -725,7 +754,9 @@ def verdict(summary):
         f"{summary.get('job_shots_missed')} missed; {summary.get('pictures_created')} pictures created, "
         f"{summary.get('deleted_by_retention')} deleted by retention, {summary.get('pictures_at_end')} at the end "
         f"(all decoded by djpeg: {summary.get('decoded')}); {summary.get('events')} events on each of "
-        f"{summary.get('event_streams')} streams, no gap; {summary.get('polls')} polls; "
+        f"{summary.get('event_streams')} streams, no gap; {summary.get('polls')} polls, "
+        f"{summary.get('thumbnails')} thumbnails fetched "
+        f"({summary.get('thumbnails_gone')} pictures gone first, {summary.get('thumbnail_files')} cached at the end); "
         f"{summary.get('preview_frames')} preview frames to the viewers; the broker stopped "
         f"{summary.get('broker_flaps')} times")
     warnings = ", ".join(f"{message!r} x{count}" for message, count in summary.get("log_warnings", {}).items())

@@ -1,6 +1,7 @@
 """The soak (issue 15), its short version: benchmarks/soak.py --short for one minute, every load at
 once (an interval job at 2/s, a snap a second, 20 preview viewers, 10 event streams, a polling
-script, retention deleting, the MQTT broker stopped and started), sampled every 10 s.
+script fetching thumbnails, retention deleting, the MQTT broker stopped and started), sampled
+every 10 s.
 
 Asserted: zero errors (every client served, no stream dropped, no event id skipped, the clients'
 views equal the library at the end, every picture decodes, no error in the daemon's log), the
@@ -32,5 +33,6 @@ def test_a_minute_of_everything_at_once_has_no_error_and_no_growth_in_descriptor
     assert summary["deleted_by_retention"] > 0, context
     assert summary["pictures_at_end"] <= soak.SHORT["retention_max_pictures"], context
     assert summary["broker_flaps"] >= 2, context
+    assert summary["thumbnails"] >= 100 and 0 < summary["thumbnail_files"] <= summary["pictures_at_end"], context
     assert summary["preview_frames"] >= 20 * 60, context
     assert summary["events"] >= summary["pictures_created"] + summary["deleted_by_retention"], context
