@@ -18,6 +18,9 @@ What runs against it, all at once, for the whole run (a fresh data directory, th
   once, in increasing id order;
 - retention on: at most 600 pictures (`--retention-min-age-s 0`), so from about the fourth minute
   retention deletes as fast as pictures arrive;
+- the event history kept to 1,500 events (`--outbox-max-events`; about four minutes of them), so
+  the oldest are pruned all along and the catalog's file can level off within the run (with the
+  default 100,000 it grows for about four hours, then levels off);
 - the MQTT sink publishing every event (and each picture's JPEG) to a real Mosquitto broker that
   is stopped for a minute and started for a minute, over and over (Tests/e2e/mqtt_broker.py).
 
@@ -78,10 +81,12 @@ FULL = {
     "retention_max_pictures": 600,
     "job_shots": 600,
     "flap_every_s": 60,
+    "outbox_max_events": 1500,
     "viewers": 20,
     "event_streams": 10,
 }
-SHORT = dict(FULL, sample_every_s=10, settle_s=20, retention_max_pictures=30, job_shots=20, flap_every_s=12)
+SHORT = dict(FULL, sample_every_s=10, settle_s=20, retention_max_pictures=30, job_shots=20, flap_every_s=12,
+             outbox_max_events=200)
 
 # What "flat" allows above the sample at the settling time (see the docstring).
 RSS_SLACK = (0.10, 8 * MIB)
@@ -591,6 +596,7 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
     broker = Broker(os.path.join(workspace, "broker")).start()
     args = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30", "--access-log", "false",
             "--retention-max-pictures", str(settings["retention_max_pictures"]), "--retention-min-age-s", "0",
+            "--outbox-max-events", str(settings["outbox_max_events"]),
             "--mqtt-url", broker.url(), "--name", "soak", "--outbox-timeout-ms", "5000"]
     daemon = Daemon(os.path.join(workspace, "data"), args, binary=shutterd).start()
     log(f"shutterd {daemon.process.pid} on port {daemon.port}, data in {workspace}; load {loadavg()}")
