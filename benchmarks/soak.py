@@ -529,6 +529,23 @@ def flatness(samples, settle_s):
     return base, grown
 
 
+def trends(samples, settle_s):
+    """Each measure's least-squares slope per hour over the samples after the settling time: a slow
+    leak that stays within the slack of a short run still shows here."""
+    later = [s for s in samples if s["seconds"] >= settle_s]
+    if len(later) < 3:
+        return {}
+    hours = [s["seconds"] / 3600 for s in later]
+    mean_hour = sum(hours) / len(hours)
+    spread = sum((h - mean_hour) ** 2 for h in hours)
+    slopes = {}
+    for measure in ("rss", "fds", "threads", "sqlite", "data_dir"):
+        values = [s[measure] for s in later]
+        mean_value = sum(values) / len(values)
+        slopes[measure] = sum((h - mean_hour) * (v - mean_value) for h, v in zip(hours, values)) / spread
+    return slopes
+
+
 def table(samples, sample_every_s):
     unit = "min" if sample_every_s >= 60 else "s"
     lines = [f"| {unit} | RSS MiB | fds | threads | SQLite MiB (db+wal) | data dir MiB | pictures | CPU % "
@@ -601,120 +618,128 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
     daemon = Daemon(os.path.join(workspace, "data"), args, binary=shutterd).start()
     log(f"shutterd {daemon.process.pid} on port {daemon.port}, data in {workspace}; load {loadavg()}")
 
-    followers = [EventFollower(daemon.port, errors, track=index == 0) for index in range(settings["event_streams"])]
-    for follower in followers:
-        follower.start()
-    for follower in followers:
-        follower.ready.wait(10)
-    viewers = PreviewViewers(daemon.port, errors, settings["viewers"])
-    poller = Poller(daemon.port, errors)
-    snapper = Snapper(daemon.port, errors)
-    jobs = JobKeeper(daemon.port, errors, settings["job_shots"])
-    flapper = Flapper(broker, errors, settings["flap_every_s"])
-    for activity in (viewers, poller, snapper, jobs, flapper):
-        activity.start()
+    try:
+        followers = [EventFollower(daemon.port, errors, track=index == 0) for index in range(settings["event_streams"])]
+        for follower in followers:
+            follower.start()
+        for follower in followers:
+            follower.ready.wait(10)
+        viewers = PreviewViewers(daemon.port, errors, settings["viewers"])
+        poller = Poller(daemon.port, errors)
+        snapper = Snapper(daemon.port, errors)
+        jobs = JobKeeper(daemon.port, errors, settings["job_shots"])
+        flapper = Flapper(broker, errors, settings["flap_every_s"])
+        for activity in (viewers, poller, snapper, jobs, flapper):
+            activity.start()
 
-    started = errors.started
-    samples = []
-    log_seen = 0
-    last_cpu = cpu_seconds(daemon.process.pid)
-    samples.append(sample(daemon, started, errors, viewers, last_cpu))
-    next_at = started
-    while True:
-        next_at += settings["sample_every_s"]
-        if next_at > started + duration_s + 0.5:
-            break
-        time.sleep(max(0.0, next_at - time.monotonic()))
-        if daemon.process.poll() is not None:
-            errors.add("daemon", f"exited with {daemon.process.returncode}")
-            break
+        started = errors.started
+        samples = []
+        log_seen = 0
+        last_cpu = cpu_seconds(daemon.process.pid)
+        samples.append(sample(daemon, started, errors, viewers, last_cpu))
+        next_at = started
+        while True:
+            next_at += settings["sample_every_s"]
+            if next_at > started + duration_s + 0.5:
+                break
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            if daemon.process.poll() is not None:
+                errors.add("daemon", f"exited with {daemon.process.returncode}")
+                break
+            for line in daemon.log_lines[log_seen:]:
+                if ERROR_LINE.match(line):
+                    errors.add("log", line)
+            log_seen = len(daemon.log_lines)
+            current = sample(daemon, started, errors, viewers, last_cpu)
+            last_cpu = current["cpu_total_s"]
+            samples.append(current)
+            log(f"{current['seconds']:>6} s  rss {current['rss'] / MIB:.1f} MiB  fds {current['fds']}  "
+                f"threads {current['threads']}  sqlite {current['sqlite'] / MIB:.2f} MiB  "
+                f"data {current['data_dir'] / MIB:.1f} MiB  pictures {current['pictures']}  "
+                f"load {current['load1']}  errors {current['errors']}")
+
+        # The end: stop the load, let the sink catch up, then compare what every client believes.
+        alive = daemon.process.poll() is None
+        jobs.finish()
+        snapper.stop()
+        flapper.finish()
+        snapper.join(20)
+        summary = {"minutes": minutes, "short": short, "settle_s": settle_s, "settings": settings}
+        if alive:
+            caught_up, outbox = sink_caught_up(daemon.port, timeout=60)
+            summary["outbox"] = outbox
+            if not caught_up:
+                errors.add("sink", f"the MQTT sink had not caught up 60 s after the broker came back: {outbox}")
+            for sink in (outbox or {}).get("sinks", []):
+                if sink["dropped"]:
+                    errors.add("sink", f"the {sink['name']} sink dropped {sink['dropped']} events")
+            # Retention may take one more pass after the last picture; then nothing changes.
+            time.sleep(3)
+            library = library_ids(daemon.port)
+            poller.stop()
+            poller.join(20)
+            poller.poll_once(wait=0)
+            newest = max(library, default=0)
+            _, status = call(daemon.port, "GET", "/status")
+            latest_event = status["outbox"]["latest_event_id"]
+            deadline = time.monotonic() + 20
+            while any(follower.last_id != latest_event for follower in followers):
+                if time.monotonic() > deadline:
+                    positions = [follower.last_id for follower in followers]
+                    errors.add("end", f"event streams at {positions}, the newest event {latest_event}")
+                    break
+                time.sleep(0.2)
+            tracker = followers[0]
+            if tracker.existing != library:
+                errors.add("end", f"the event stream's pictures differ from the library: "
+                                  f"{sorted(tracker.existing ^ library)[:20]}")
+            polled_existing = poller.seen - (tracker.created - tracker.existing)
+            if polled_existing != library:
+                errors.add("end", f"the polling script's pictures differ from the library: "
+                                  f"{sorted(polled_existing ^ library)[:20]}")
+            if poller.seen != tracker.created:
+                errors.add("end", f"polled and created differ: {sorted(poller.seen ^ tracker.created)[:20]}")
+            bad = undecodable(os.path.join(daemon.data_dir, "media"), library)
+            for picture, why in bad:
+                errors.add("end", f"picture {picture} does not decode: {why}")
+            summary.update(pictures_created=len(tracker.created), deleted_by_retention=tracker.deleted_by_retention,
+                           pictures_at_end=len(library), newest_id=newest, events=tracker.events,
+                           last_event_id=tracker.last_id, polls=poller.polls,
+                           thumbnails=poller.thumbnails, thumbnails_gone=poller.thumbnails_gone,
+                           decoded=len(library) - len(bad))
+        for activity in (viewers, poller, *followers):
+            activity.stop()
+        exit_status = daemon.stop()
         for line in daemon.log_lines[log_seen:]:
             if ERROR_LINE.match(line):
                 errors.add("log", line)
-        log_seen = len(daemon.log_lines)
-        current = sample(daemon, started, errors, viewers, last_cpu)
-        last_cpu = current["cpu_total_s"]
-        samples.append(current)
-        log(f"{current['seconds']:>6} s  rss {current['rss'] / MIB:.1f} MiB  fds {current['fds']}  "
-            f"threads {current['threads']}  sqlite {current['sqlite'] / MIB:.2f} MiB  "
-            f"data {current['data_dir'] / MIB:.1f} MiB  pictures {current['pictures']}  "
-            f"load {current['load1']}  errors {current['errors']}")
-
-    # The end: stop the load, let the sink catch up, then compare what every client believes.
-    alive = daemon.process.poll() is None
-    jobs.finish()
-    snapper.stop()
-    flapper.finish()
-    snapper.join(20)
-    summary = {"minutes": minutes, "short": short, "settle_s": settle_s, "settings": settings}
-    if alive:
-        caught_up, outbox = sink_caught_up(daemon.port, timeout=60)
-        summary["outbox"] = outbox
-        if not caught_up:
-            errors.add("sink", f"the MQTT sink had not caught up 60 s after the broker came back: {outbox}")
-        for sink in (outbox or {}).get("sinks", []):
-            if sink["dropped"]:
-                errors.add("sink", f"the {sink['name']} sink dropped {sink['dropped']} events")
-        # Retention may take one more pass after the last picture; then nothing changes.
-        time.sleep(3)
-        library = library_ids(daemon.port)
-        poller.stop()
-        poller.join(20)
-        poller.poll_once(wait=0)
-        newest = max(library, default=0)
-        _, status = call(daemon.port, "GET", "/status")
-        latest_event = status["outbox"]["latest_event_id"]
-        deadline = time.monotonic() + 20
-        while any(follower.last_id != latest_event for follower in followers):
-            if time.monotonic() > deadline:
-                errors.add("end", f"event streams at {[f.last_id for f in followers]}, the newest event {latest_event}")
-                break
-            time.sleep(0.2)
-        tracker = followers[0]
-        if tracker.existing != library:
-            errors.add("end", f"the event stream's pictures differ from the library: "
-                              f"{sorted(tracker.existing ^ library)[:20]}")
-        polled_existing = poller.seen - (tracker.created - tracker.existing)
-        if polled_existing != library:
-            errors.add("end", f"the polling script's pictures differ from the library: "
-                              f"{sorted(polled_existing ^ library)[:20]}")
-        if poller.seen != tracker.created:
-            errors.add("end", f"polled and created differ: {sorted(poller.seen ^ tracker.created)[:20]}")
-        bad = undecodable(os.path.join(daemon.data_dir, "media"), library)
-        for picture, why in bad:
-            errors.add("end", f"picture {picture} does not decode: {why}")
-        summary.update(pictures_created=len(tracker.created), deleted_by_retention=tracker.deleted_by_retention,
-                       pictures_at_end=len(library), newest_id=newest, events=tracker.events,
-                       last_event_id=tracker.last_id, polls=poller.polls,
-                       thumbnails=poller.thumbnails, thumbnails_gone=poller.thumbnails_gone,
-                       decoded=len(library) - len(bad))
-    for activity in (viewers, poller, *followers):
-        activity.stop()
-    exit_status = daemon.stop()
-    for line in daemon.log_lines[log_seen:]:
-        if ERROR_LINE.match(line):
-            errors.add("log", line)
-    warnings = {}
-    for line in daemon.log_lines:
-        match = WARNING_LINE.match(line)
-        if match:
-            warnings[match.group(1)] = warnings.get(match.group(1), 0) + 1
-    summary["log_warnings"] = warnings
-    if alive and exit_status != 0:
-        errors.add("daemon", f"SIGTERM: exit status {exit_status}")
-    if alive:
-        state = catalog_state(daemon.data_dir)
-        if set(state["rows"]) != state["files"]:
-            errors.add("end", f"rows and files differ: {sorted(set(state['rows']) ^ state['files'])[:20]}")
-        summary["thumbnail_files"] = len(state["thumbnails"])
-        if not state["thumbnails"] <= set(state["rows"]):
-            orphans = sorted(state["thumbnails"] - set(state["rows"]))
-            errors.add("end", f"thumbnails of deleted pictures: {orphans[:20]}")
-        if state["leftovers"]:
-            errors.add("end", f"files left over: {state['leftovers'][:20]}")
-    broker.stop()
-    for activity in (viewers, *followers):
-        activity.join(10)
+        warnings = {}
+        for line in daemon.log_lines:
+            match = WARNING_LINE.match(line)
+            if match:
+                warnings[match.group(1)] = warnings.get(match.group(1), 0) + 1
+        summary["log_warnings"] = warnings
+        if alive and exit_status != 0:
+            errors.add("daemon", f"SIGTERM: exit status {exit_status}")
+        if alive:
+            state = catalog_state(daemon.data_dir)
+            if set(state["rows"]) != state["files"]:
+                errors.add("end", f"rows and files differ: {sorted(set(state['rows']) ^ state['files'])[:20]}")
+            summary["thumbnail_files"] = len(state["thumbnails"])
+            if not state["thumbnails"] <= set(state["rows"]):
+                orphans = sorted(state["thumbnails"] - set(state["rows"]))
+                errors.add("end", f"thumbnails of deleted pictures: {orphans[:20]}")
+            if state["leftovers"]:
+                errors.add("end", f"files left over: {state['leftovers'][:20]}")
+        broker.stop()
+        for activity in (viewers, *followers):
+            activity.join(10)
+    except BaseException:
+        # Interrupted (Ctrl-C on a day-long run) or broken: leave no daemon or broker behind.
+        daemon.process.kill()
+        broker.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
+        raise
 
     latencies = sorted(snapper.latencies)
     base, grown = flatness(samples, settle_s)
@@ -724,7 +749,7 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
         jobs=jobs.jobs, job_shots_taken=jobs.taken, job_shots_missed=jobs.missed, broker_flaps=flapper.flaps,
         preview_frames=viewers.frames, event_streams=len(followers), errors=errors.count(),
         errors_by_kind=errors.by_kind(), first_errors=errors.items[:20], grown=grown,
-        flat=base is not None and not grown, settled_sample=base)
+        flat=base is not None and not grown, settled_sample=base, trends=trends(samples, settle_s))
     if json_path:
         with open(json_path, "w") as out:
             json.dump({"samples": samples, "summary": summary, "errors": errors.items}, out, indent=1)
@@ -748,6 +773,11 @@ def verdict(summary):
     else:
         grown = ", ".join(f"{name} {before} -> {peak}" for name, (before, peak) in summary["grown"].items())
         lines.append(f"**NOT flat after {settle_text}**: {grown}")
+    slopes = summary.get("trends") or {}
+    if slopes:
+        lines.append(f"trend after {settle_text} (least squares): RSS {slopes['rss'] / MIB:+.2f} MiB/h, "
+                     f"fds {slopes['fds']:+.1f}/h, threads {slopes['threads']:+.1f}/h, "
+                     f"SQLite {slopes['sqlite'] / MIB:+.2f} MiB/h, data dir {slopes['data_dir'] / MIB:+.2f} MiB/h")
     if summary["errors"]:
         kinds = ", ".join(f"{kind}: {count}" for kind, count in summary["errors_by_kind"].items())
         lines.append(f"**{summary['errors']} errors** ({kinds}); the first:")
@@ -778,7 +808,19 @@ def main():
     parser.add_argument("--short", action="store_true",
                         help="sample every 10 s, settle after 20 s, smaller retention, jobs and flaps (the e2e test)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
+    parser.add_argument("--report", metavar="FILE",
+                        help="print the table and verdict of a run saved with --json, and run nothing")
     options = parser.parse_args()
+    if options.report:
+        with open(options.report) as saved:
+            run_data = json.load(saved)
+        summary = run_data["summary"]
+        summary["first_errors"] = run_data["errors"][:20]
+        summary["trends"] = trends(run_data["samples"], summary["settle_s"])
+        print(table(run_data["samples"], summary["settings"]["sample_every_s"]))
+        print()
+        print(verdict(summary))
+        sys.exit(0 if summary["flat"] and not summary["errors"] else 1)
     minutes = options.minutes if options.minutes is not None else (1 if options.short else 30)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"soak: {minutes:g} min, started {started}, {os.cpu_count()} CPUs, load {loadavg()}", file=sys.stderr)
