@@ -604,8 +604,10 @@ def undecodable(media_dir, ids):
 # MARK: The run
 
 
-def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print):
-    settings = SHORT if short else FULL
+def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, outbox_max_events=None):
+    settings = dict(SHORT if short else FULL)
+    if outbox_max_events is not None:
+        settings["outbox_max_events"] = outbox_max_events
     settle_s = min(settings["settle_s"], minutes * 60 / 3)
     duration_s = minutes * 60
     workspace = tempfile.mkdtemp(prefix="shutter-soak-", dir=DATA_ROOT)
@@ -808,6 +810,8 @@ def main():
     parser.add_argument("--short", action="store_true",
                         help="sample every 10 s, settle after 20 s, smaller retention, jobs and flaps (the e2e test)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
+    parser.add_argument("--outbox-max-events", type=int, default=None,
+                        help="the event history's bound (default 1500; the daemon's own default is 100000)")
     parser.add_argument("--report", metavar="FILE",
                         help="print the table and verdict of a run saved with --json, and run nothing")
     options = parser.parse_args()
@@ -825,7 +829,8 @@ def main():
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"soak: {minutes:g} min, started {started}, {os.cpu_count()} CPUs, load {loadavg()}", file=sys.stderr)
     samples, summary = run(options.shutterd, minutes, options.short, options.json, options.keep,
-                           log=lambda text: print(text, file=sys.stderr, flush=True))
+                           log=lambda text: print(text, file=sys.stderr, flush=True),
+                           outbox_max_events=options.outbox_max_events)
     print(table(samples, (SHORT if options.short else FULL)["sample_every_s"]))
     print()
     print(verdict(summary))
