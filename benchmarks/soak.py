@@ -5,6 +5,8 @@ every minute; its memory, descriptors, threads and files must level off, and not
     python3 benchmarks/soak.py [--minutes 30] [--shutterd .build/release/shutterd] [--json FILE]
     python3 benchmarks/soak.py --minutes 1440 --json soak-24h.json      # the 24-hour run
     python3 benchmarks/soak.py --short                                  # about 75 s (the e2e test)
+    python3 benchmarks/soak.py --report soak-24h.json                   # a saved run's table again
+    [--outbox-max-events N] (default 1500; the daemon's own default is 100000) [--keep]
 
 What runs against it, all at once, for the whole run (a fresh data directory, the test pattern at
 640x480 and 30 fps, the access log off):
