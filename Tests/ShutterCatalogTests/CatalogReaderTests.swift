@@ -40,6 +40,25 @@ import Testing
         }
     }
 
+    /// Many pages at once over two lanes: each answer is the page asked for, whichever lane read it.
+    @Test func pagesReadAtOnceOverTwoLanesAreEachThePageAskedFor() async throws {
+        try await withTemporaryDirectory { directory in
+            let catalog = try MediaCatalog.open(directory)
+            for seed in 1...40 { try await catalog.add(seed: seed) }
+            let reader = try CatalogReader(path: "\(directory)/catalog.sqlite", lanes: 2)
+            try await withThrowingTaskGroup(of: (Int64, [Int64]).self) { group in
+                for before in Int64(2)...41 {
+                    group.addTask {
+                        (before, try await Self.page(reader, before: before, limit: 3).get().items.map(\.id))
+                    }
+                }
+                for try await (before, ids) in group {
+                    #expect(ids == Array((max(1, before - 3)..<before).reversed()), "before \(before)")
+                }
+            }
+        }
+    }
+
     @Test func aBadArgumentIsTheCatalogsError() async throws {
         try await withTemporaryDirectory { directory in
             let catalog = try MediaCatalog.open(directory)
