@@ -218,9 +218,7 @@ struct MediaDirectory: Sendable {
                 if errno != 0 { throw SystemError(errno: errno, call: "readdir \(path)") }
                 return names
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = directoryEntryName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
     }

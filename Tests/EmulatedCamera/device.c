@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -62,6 +63,10 @@ struct device {
      * S_FMT, S_PARM, S_INPUT or REQBUFS owns streaming until it frees the buffers or closes;
      * the others get EBUSY for those and for the buffer and streaming ioctls. */
     struct handle *privileged;
+    /* With EMUCAM_STATE_DIR, the privileges also hold across processes, as a real device's do:
+     * this descriptor of <state_dir>/<node>.owner carries a flock(LOCK_EX) while a handle of this
+     * process is privileged, -1 otherwise. */
+    int owner_lock_fd;
 
     uint32_t pixelformat;
     uint32_t width;
@@ -323,6 +328,7 @@ static struct device *device_new(void) {
     }
     device->refs = 1;
     device->memfd = -1;
+    device->owner_lock_fd = -1;
     device->unplug_armed = emu_knobs.unplug_after > 0 &&
                            (emu_knobs.unplug_times == EMU_UNLIMITED ||
                             camera.unplugs < emu_knobs.unplug_times);
@@ -359,6 +365,9 @@ static void device_unref(struct device *device) {
         return;
     }
     free_buffers(device);
+    if (device->owner_lock_fd >= 0) {
+        emu_libc.close(device->owner_lock_fd);
+    }
     for (unsigned i = 0; i < MAX_MAPPINGS; i++) {
         if (mappings[i].device == device) {
             mappings[i].device = NULL;
@@ -489,10 +498,11 @@ static int open_socket_pair(int flags, int *program_fd, int *notify_fd) {
 }
 
 int emu_device_open(int flags) {
-    if (emu_knobs.open_error != 0) {
-        emu_log("emucam: open %s -> %s (EMUCAM_OPEN_ERROR)", emu_knobs.device_path,
-                emu_errno_name(emu_knobs.open_error));
-        errno = emu_knobs.open_error;
+    int open_error = emu_open_error_now();
+    if (open_error != 0) {
+        emu_log("emucam: open %s -> %s (EMUCAM_OPEN_ERROR%s)", emu_knobs.device_path,
+                emu_errno_name(open_error), emu_knobs.open_error != 0 ? "" : "_FILE");
+        errno = open_error;
         return -1;
     }
     if (flags & O_DIRECTORY) {
@@ -715,6 +725,44 @@ static int stream_start(struct device *device) {
     return 0;
 }
 
+/* Another process that loaded the library with the same EMUCAM_STATE_DIR owns the stream when
+ * it holds the flock of <state_dir>/<node>.owner: what uvcvideo answers a second program is
+ * EBUSY from the ioctl that would claim the device, while its open() succeeds. The lock goes
+ * with the descriptor, so a process that ends (or is killed) frees the camera. */
+static int lock_owner_file(struct device *device) {
+    if (emu_knobs.state_dir[0] == '\0') {
+        return 0;
+    }
+    char path[512];
+    if (snprintf(path, sizeof path, "%s/%s.owner", emu_knobs.state_dir, emu_knobs.device_name) >=
+        (int)sizeof path) {
+        return ENAMETOOLONG;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int error = errno;
+        emu_log("emucam: cannot open %s: %s", path, strerror(error));
+        return error;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int error = errno == EWOULDBLOCK ? EBUSY : errno;
+        emu_libc.close(fd);
+        emu_log("emucam: %s is held by another process -> %s", emu_knobs.device_path,
+                emu_errno_name(error));
+        return error;
+    }
+    device->owner_lock_fd = fd;
+    return 0;
+}
+
+static void release_privileges(struct device *device) {
+    device->privileged = NULL;
+    if (device->owner_lock_fd >= 0) {
+        emu_libc.close(device->owner_lock_fd); /* drops the flock */
+        device->owner_lock_fd = -1;
+    }
+}
+
 int emu_device_close(int fd) {
     pthread_mutex_lock(&lock);
     struct handle *handle = handle_for_fd(fd);
@@ -724,7 +772,7 @@ int emu_device_close(int fd) {
         if (device->privileged == handle) {
             stream_stop(device);
             free_buffers(device);
-            device->privileged = NULL;
+            release_privileges(device);
         }
         notify_fd = handle->notify_fd;
         handle->used = false;
@@ -745,6 +793,12 @@ static int acquire_privileges(struct handle *handle) {
     struct device *device = handle->device;
     if (device->privileged != NULL && device->privileged != handle) {
         return EBUSY;
+    }
+    if (device->privileged == NULL) {
+        int error = lock_owner_file(device);
+        if (error != 0) {
+            return error;
+        }
     }
     device->privileged = handle;
     return 0;
@@ -927,7 +981,7 @@ static int request_buffers(struct handle *handle, struct v4l2_requestbuffers *re
         /* "Applications can call VIDIOC_REQBUFS again to change the number of buffers ...
          * A count value of zero frees or orphans all buffers"; uvcvideo then drops the
          * handle's privileges. */
-        device->privileged = NULL;
+        release_privileges(device);
         return 0;
     }
     unsigned count = request->count > EMU_MAX_BUFFERS ? EMU_MAX_BUFFERS : request->count;

@@ -71,6 +71,7 @@ struct emu_knobs {
     unsigned stall_after;    /* frames per stream; 0 = never */
     unsigned hang_after;     /* buffers dequeued, then DQBUF never returns; 0 = never */
     int open_error;          /* errno for every open(), 0 = none */
+    char open_error_file[256]; /* "" = none; else read at every open() (emu_open_error_now) */
     unsigned no_dht_every;   /* strip DHT from every Nth MJPEG frame; 0 = never */
     unsigned corrupt_every;  /* truncate every Nth MJPEG frame; 0 = never */
     bool stamp;              /* COM segment with the CLOCK_REALTIME delivery time in MJPEG */
@@ -84,6 +85,10 @@ extern struct emu_knobs emu_knobs;
 void emu_knobs_load(void);
 void emu_log(const char *format, ...) __attribute__((format(printf, 1, 2)));
 const char *emu_errno_name(int error);
+/* The errno open() of the device fails with now: EMUCAM_OPEN_ERROR, else the name written in
+ * EMUCAM_OPEN_ERROR_FILE when that file exists (read at every call, so a test can take the
+ * device's permissions away and give them back while the program runs), else 0. */
+int emu_open_error_now(void);
 
 /* The real libc functions, looked up with dlsym(RTLD_NEXT, ...) (interpose.c). */
 struct emu_libc {

@@ -446,13 +446,14 @@ EMU_EXPORT int munmap(void *addr, size_t length) {
 /* ---- access ---- */
 
 /* A 0660 character device: readable and writable, not executable; EMUCAM_OPEN_ERROR=EACCES
- * also denies read and write, as a node of another group would. */
+ * (or EACCES in EMUCAM_OPEN_ERROR_FILE) also denies read and write, as a node of another group
+ * would. */
 static int device_access(int mode) {
     int error = emu_device_presence();
     if (error == 0 && (mode & X_OK)) {
         error = EACCES;
     }
-    if (error == 0 && emu_knobs.open_error == EACCES && (mode & (R_OK | W_OK))) {
+    if (error == 0 && (mode & (R_OK | W_OK)) && emu_open_error_now() == EACCES) {
         error = EACCES;
     }
     if (error != 0) {

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,20 +180,67 @@ static double read_seconds(const char *name, double fallback) {
     return value;
 }
 
+static const int open_errors[] = {EACCES, EBUSY, ENODEV, ENXIO, EIO, EPERM, ENOENT};
+#define OPEN_ERROR_NAMES "one of EACCES EBUSY ENODEV ENXIO EIO EPERM ENOENT"
+
+/* The errno named by text, or 0 if it is none of open_errors. */
+static int open_error_named(const char *text) {
+    for (size_t i = 0; i < sizeof open_errors / sizeof open_errors[0]; i++) {
+        if (strcmp(text, emu_errno_name(open_errors[i])) == 0) {
+            return open_errors[i];
+        }
+    }
+    return 0;
+}
+
 static void load_open_error(void) {
     const char *text = getenv("EMUCAM_OPEN_ERROR");
     emu_knobs.open_error = 0;
-    if (text == NULL || *text == '\0') {
-        return;
-    }
-    static const int allowed[] = {EACCES, EBUSY, ENODEV, ENXIO, EIO, EPERM, ENOENT};
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
-        if (strcmp(text, emu_errno_name(allowed[i])) == 0) {
-            emu_knobs.open_error = allowed[i];
-            return;
+    if (text != NULL && *text != '\0') {
+        emu_knobs.open_error = open_error_named(text);
+        if (emu_knobs.open_error == 0) {
+            reject("EMUCAM_OPEN_ERROR", text, OPEN_ERROR_NAMES);
         }
     }
-    reject("EMUCAM_OPEN_ERROR", text, "one of EACCES EBUSY ENODEV ENXIO EIO EPERM ENOENT");
+    const char *file = getenv("EMUCAM_OPEN_ERROR_FILE");
+    emu_knobs.open_error_file[0] = '\0';
+    if (file != NULL && *file != '\0') {
+        if (strlen(file) >= sizeof emu_knobs.open_error_file) {
+            reject("EMUCAM_OPEN_ERROR_FILE", file, "a shorter path");
+        }
+        strcpy(emu_knobs.open_error_file, file);
+    }
+}
+
+int emu_open_error_now(void) {
+    if (emu_knobs.open_error != 0 || emu_knobs.open_error_file[0] == '\0') {
+        return emu_knobs.open_error;
+    }
+    /* A missing or empty file is no error. The file is written by rename(2) in the tests, so
+     * it is read whole or not at all. */
+    int fd = open(emu_knobs.open_error_file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    char text[32];
+    ssize_t length = read(fd, text, sizeof text - 1);
+    emu_libc.close(fd);
+    if (length <= 0) {
+        return 0;
+    }
+    text[length] = '\0';
+    text[strcspn(text, " \t\r\n")] = '\0';
+    if (text[0] == '\0') {
+        return 0;
+    }
+    int error = open_error_named(text);
+    if (error == 0) {
+        /* As for a malformed knob: a typo in a test must not pass unnoticed. */
+        fprintf(stderr, "emucam: EMUCAM_OPEN_ERROR_FILE %s holds \"%s\"; expected %s\n",
+                emu_knobs.open_error_file, text, OPEN_ERROR_NAMES);
+        _exit(2);
+    }
+    return error;
 }
 
 static void load_no_dht(void) {

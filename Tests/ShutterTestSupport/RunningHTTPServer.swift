@@ -112,8 +112,11 @@ public final class RunningHTTPServer: @unchecked Sendable {
         let server = self.server
         let clock = self.clock
         // Queued after the shutdown, so the grace's deadline is already set when the clock moves.
-        // Not waited for: the loop may have stopped already, and then it never runs.
-        loop.execute {
+        // Not waited for: the loop may have stopped already, and then it never runs but stays in
+        // the loop's queue; holding the server weakly, it makes no cycle (server -> loop -> this
+        // task -> server) that would outlive the test (LeakSanitizer saw one per such test).
+        loop.execute { [weak server] in
+            guard let server else { return }
             clock.advance(by: UInt64(server.configuration.shutdownGraceMilliseconds + 1) * 1_000_000)
             server.checkDeadlines()
         }

@@ -14,6 +14,11 @@ import time
 import pytest
 
 BINARY = os.environ.get("SHUTTERD_BIN", os.path.join(os.path.dirname(__file__), "../../.build/release/shutterd"))
+# Set by scripts/asan-e2e, which runs these tests against a binary built with
+# --sanitize=address: every daemon is then stopped with SIGTERM, so LeakSanitizer runs at its exit,
+# and a test fails if a daemon's stderr holds a sanitizer report (docs/sanitizers.md).
+UNDER_ASAN = os.environ.get("SHUTTERD_ASAN") == "1"
+SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|SUMMARY: AddressSanitizer")
 
 
 class Daemon:
@@ -28,12 +33,17 @@ class Daemon:
         self.process = None
         self.port = None
         self.log_lines = []
+        # Sanitizer reports of earlier runs of this daemon (start() clears log_lines).
+        self._earlier_reports = []
         self._listening = threading.Event()
 
     def start(self, timeout=20):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SHUTTERD_")}
         env.update(self.env)
         self._listening.clear()
+        if self.process is not None:
+            self._reader.join(10)
+            self._earlier_reports += self.sanitizer_report(earlier=False)
         self.log_lines = []
         self.process = subprocess.Popen(
             [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, *self.args],
@@ -64,6 +74,15 @@ class Daemon:
         # The last lines may still be in the pipe: read them before anyone looks.
         self._reader.join(timeout)
         return status
+
+    def sanitizer_report(self, earlier=True):
+        """The lines of an AddressSanitizer or LeakSanitizer report on stderr, from the first (with
+        those of the daemon's earlier runs); [] if none."""
+        lines = list(self.log_lines)
+        for index, line in enumerate(lines):
+            if SANITIZER_REPORT.search(line):
+                return (self._earlier_reports if earlier else []) + lines[index:]
+        return list(self._earlier_reports) if earlier else []
 
     def wait_for_log(self, *texts, timeout=10):
         """The first log line holding every one of `texts`, waiting for it.
@@ -130,10 +149,24 @@ def make_daemon(tmp_path):
         return daemon
 
     yield factory
+    reports = []
     for daemon in daemons:
         if daemon.process.poll() is None:
-            daemon.process.kill()
-            daemon.process.wait()
+            if UNDER_ASAN:
+                # A clean exit, so LeakSanitizer checks the heap; a daemon that will not stop is
+                # killed, as it would be otherwise.
+                try:
+                    daemon.stop(signal.SIGTERM, timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+            if daemon.process.poll() is None:
+                daemon.process.kill()
+                daemon.process.wait()
+        if UNDER_ASAN:
+            daemon._reader.join(10)
+            reports += daemon.sanitizer_report()
+    if reports:
+        pytest.fail("sanitizer report from shutterd:\n" + "\n".join(reports[:200]), pytrace=False)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 import v4l2
-from emucam import emucam_env
+from emucam import CameraHolder, CameraPermissions, emucam_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = ["640x480", "1280x720", "1920x1080"]
@@ -28,15 +28,25 @@ def run(args, timeout=30, **knobs):
                           timeout=timeout)
 
 
-def run_client(script, timeout=30, **knobs):
+def run_client(script, timeout=30, steps=(), **knobs):
     """Runs a Python script using v4l2.py under the emulated camera; returns the JSON value it
-    prints on its last line."""
+    prints on its last line. Each of `steps` is called when the script prints "ready", and the
+    script goes on when it reads a line after it."""
     env = emucam_env(**knobs)
     env["PYTHONPATH"] = HERE
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env,
-                            capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for step in steps:
+            assert process.stdout.readline() == "ready\n", process.stderr.read()
+            step()
+            process.stdin.write("\n")
+            process.stdin.flush()
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def jpeg_frames(data):
@@ -314,6 +324,48 @@ def test_open_error_knob_fails_open(error, message):
     result = run(["v4l2-ctl", "-d", "/dev/video0", "--all"], open_error=error)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_open_error_file_takes_permissions_away_and_gives_them_back_while_a_program_runs(tmp_path):
+    permissions = CameraPermissions(tmp_path)
+    result = run_client("""
+        import json, os, sys, v4l2
+        def opened():
+            try:
+                v4l2.Camera().close()
+                return "opened"
+            except OSError as error:
+                return os.strerror(error.errno)
+        before = opened()
+        held = v4l2.Camera()
+        print("ready", flush=True)
+        sys.stdin.readline()  # the test takes the permissions away
+        taken = [opened(), os.access("/dev/video0", os.R_OK | os.W_OK), held.get_control(v4l2.CID_BRIGHTNESS)]
+        print("ready", flush=True)
+        sys.stdin.readline()  # and gives them back
+        print(json.dumps({"before": before, "taken": taken, "back": opened()}))
+    """, steps=[permissions.take_away, permissions.give_back], **permissions.knobs())
+    assert result["before"] == "opened"
+    # A descriptor opened before keeps working, as on Linux; new opens are refused.
+    assert result["taken"] == ["Permission denied", False, 0]
+    assert result["back"] == "opened"
+
+
+def test_a_camera_streaming_in_another_process_is_busy_until_that_process_ends(tmp_path):
+    holder = CameraHolder(tmp_path).start()
+    try:
+        refused = run(["v4l2-ctl", "-d", "/dev/video0", "--stream-mmap", "--stream-count=3",
+                       "--stream-to=/dev/null"], state_dir=tmp_path)
+        assert "VIDIOC_REQBUFS returned -1 (Device or resource busy)" in refused.stderr
+        # Opening and querying it still work from the other process, as with uvcvideo.
+        assert "Emulated UVC Camera" in run(["v4l2-ctl", "-d", "/dev/video0", "--all"], state_dir=tmp_path).stdout
+    finally:
+        holder.stop()
+    assert holder.owner_pid() is None, "the lock went with the killed process"
+    out = tmp_path / "frames.raw"
+    taken = run(["v4l2-ctl", "-d", "/dev/video0", "--stream-mmap", "--stream-count=3", f"--stream-to={out}"],
+                state_dir=tmp_path)
+    assert "busy" not in taken.stderr and out.stat().st_size > 0, taken.stderr
 
 
 def test_unplug_ends_a_v4l2_ctl_capture_after_n_frames(tmp_path):

@@ -1,6 +1,7 @@
 """One fault suite (issue 15): ENOSPC injected at each step of a snap, kill -9 at random moments
-of every kind of work, SIGTERM during streams, long-polls and uploads, and the wall clock
-stepping during an interval job.
+of every kind of work, SIGTERM during streams, long-polls and uploads, the wall clock stepping
+during an interval job, and the emulated camera unplugged, stalled, its permissions taken away
+(EACCES) and taken by another program (EBUSY).
 
 The disk faults come from libdiskfull.so (Tests/FaultInjection, through faults.py), switched on
 and off while the daemon runs; the kill -9 rounds are benchmarks/fault_rounds.py's, a few of them
@@ -398,6 +399,58 @@ def test_a_failing_camera_costs_shots_not_the_job_and_stores_no_broken_picture(m
     assert len([r for r in pictures if r["job_id"] == job["id"]]) == current["taken"]
     assert_library_is(d, data_dir, pictures)
     assert {r["id"] for r in snaps} <= {r["id"] for r in pictures}
+
+
+# ---------------------------------------------------------------------------------------------
+# The camera's permissions taken away (EACCES) or the camera taken by another program (EBUSY)
+# while the daemon streams, then given back: no restart.
+
+@pytest.mark.parametrize("fault, words", [("EACCES", "'video' group"), ("EBUSY", "another program")])
+def test_a_camera_lost_to_permissions_or_another_program_is_taken_back_without_a_restart(
+        make_daemon, tmp_path, fault, words):
+    from emucam import CameraHolder, CameraPermissions, assert_camera_refused, camera_daemon, wait_for
+
+    state_dir = tmp_path / "camera"
+    permissions = CameraPermissions(state_dir)
+    holder = CameraHolder(state_dir)
+    data_dir = tmp_path / "data"
+    # The camera unplugs once, for 2 s, after 90 frames: the daemon meets the fault when it
+    # opens the camera again, as after a replug.
+    d = camera_daemon(make_daemon, ["--min-free-bytes", "0"], data_dir=data_dir, unplug_after=90,
+                      unplug_seconds=2, state_dir=state_dir, **permissions.knobs())
+    try:
+        stored = [d.snap()]
+        if fault == "EACCES":
+            # Taken away while it streams: the open descriptor keeps working, as on Linux.
+            permissions.take_away()
+            stored.append(d.snap())
+            d.wait_for_log("camera failed", "disconnected")
+        else:
+            # Another program takes the camera while it is unplugged: the daemon has let go of it
+            # (its descriptor is closed), and the holder streams from the fresh device.
+            d.wait_for_log("camera failed", "disconnected")
+            holder.start()
+        # The daemon keeps serving and says why, however often it tries again (every 300 ms).
+        assert_camera_refused(d, words)
+        time.sleep(1.0)
+        assert_camera_refused(d, words)
+        assert_library_is(d, data_dir, stored)
+        # The repeating failure is logged once, not once per attempt.
+        assert len([line for line in d.log_lines if "camera failed" in line and words in line]) == 1, "\n".join(d.log_lines)
+
+        if fault == "EACCES":
+            permissions.give_back()
+        else:
+            holder.stop()
+        wait_for(lambda: d.request("GET", "/healthz")[0] == 200, timeout=5)
+        stored.append(d.snap())
+        d.wait_for_log("camera recovered")
+        assert d.process.poll() is None, "the same daemon, never restarted"
+        _, _, status = d.json("GET", "/status")
+        assert status["camera"]["state"] == "streaming" and status["camera"]["failure"] is None, status
+        assert_library_is(d, data_dir, stored)
+    finally:
+        holder.stop()
 
 
 # ---------------------------------------------------------------------------------------------

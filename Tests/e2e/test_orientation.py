@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
+from emucam import camera_daemon
 from test_snap_library import djpeg_size
-from test_v4l2_camera import camera_daemon, without_exif
+from test_v4l2_camera import without_exif
 
 BARS = [(191, 191, 191), (191, 191, 0), (0, 191, 191), (0, 191, 0), (191, 0, 191), (191, 0, 0), (0, 0, 191),
         (0, 0, 0)]

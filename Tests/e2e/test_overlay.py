@@ -4,8 +4,9 @@ drawn on the targets it is on and nowhere else (MJPEG passthrough stays byte-exa
 
 import json
 
+from emucam import camera_daemon
 from test_orientation import BARS, close, pixels
-from test_v4l2_camera import camera_daemon, camera_frames, without_exif
+from test_v4l2_camera import camera_frames, without_exif
 
 TEXT = ["--overlay-text", "%Y-%m-%d %H:%M:%S.%f|{label}|{frame}", "--overlay-utc", "true", "--overlay-position",
         "top-left", "--overlay-size", "24", "--overlay-box-opacity", "255"]

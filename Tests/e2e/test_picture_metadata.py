@@ -11,8 +11,8 @@ import urllib.parse
 
 from PIL import Image
 
-from emucam import emucam_env
-from test_v4l2_camera import camera_daemon, camera_frames, without_exif
+from emucam import camera_daemon, emucam_env
+from test_v4l2_camera import camera_frames, without_exif
 
 
 def exif(jpeg: bytes) -> dict:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from emucam import emucam_env
+from emucam import camera_daemon, emucam_env, wait_for
 from mjpeg import MJPEGStream
 from test_snap_library import djpeg_size
-from test_v4l2_camera import camera_daemon, camera_frames, wait_for
+from test_v4l2_camera import camera_frames
 
 TEST_PATTERN = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30"]
 

@@ -79,10 +79,7 @@ public enum V4L2Discovery {
         defer { closedir(handle) }
         var names: [String] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            names.append(name)
+            names.append(directoryEntryName(entry))
         }
         return names
     }
