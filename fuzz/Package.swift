@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", .product(name: "ShutterHTTP", package: "Shutter"),
                 .product(name: "ShutterAccess", package: "Shutter"),
+                .product(name: "ShutterSystem", package: "Shutter"),
             ]),
         .executableTarget(
             name: "FuzzMJPEGRepair",
