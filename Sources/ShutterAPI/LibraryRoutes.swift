@@ -31,43 +31,28 @@ struct LibraryRoutes: Sendable {
             .task { request, parameters in try await patchPicture(request, parameters) })
     }
 
-    /// `GET /library`: a page of records, newest first; `after=` pages forward in the order taken;
-    /// `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
+    /// `GET /library`, when `answerOnTheLoop` could not answer: a page of records, newest first;
+    /// `after=` pages forward in the order taken; `job=` lists that job's pictures, in the order taken; `label=` those taken with that label
     /// (exactly), `keep=` those marked keep or not, `since=`/`until=` those taken in that time
     /// range, all newest first like the whole listing unless `after` says otherwise.
-    func library(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try LibraryQuery(request)
-        if let wait = query.wait { try await waitForPictures(query, seconds: wait) }
-        // Read before the rows: a change after this makes the page stored below stale at once.
-        let generation = catalog.changeCounter
-        let etag = listingETag(generation)
-        if let notModified = Self.notModified(request, etag: etag) { return notModified }
-        let page = try await catalog.page(
-            before: query.before, after: query.after, limit: Int(query.limit), jobID: query.job,
-            label: query.label, keep: query.keep, takenSince: query.since, takenUntil: query.until)
-        var next: String?
-        if page.hasMore, let last = page.items.last { next = query.next(after: last.id) }
-        let body = Self.pageBody(page.items, next: next)
-        pages.store(body, query: Self.cacheKey(request), generation: generation)
-        return Self.page(body, etag: etag)
-    }
-
-    /// `GET /library` when `answerOnTheLoop` could not answer: the page is read on the catalog's
-    /// reader (`CatalogReader`), written there, and answered from there to the loop; a long-poll
-    /// waits on a task first (`library`).
+    ///
+    /// The page is read on the catalog's reader (`CatalogReader`), written there, and answered
+    /// from there to the loop; a long-poll waits on a task first, then reads the same way.
     func readPage(_ request: HTTPRequest, _ responder: HTTPResponder) throws {
         let query = try LibraryQuery(request)
-        guard query.wait == nil else {
-            Task {
-                do {
-                    responder.respond(try await library(request))
-                } catch {
-                    responder.fail(error)
-                }
+        guard let wait = query.wait else { return readPage(request, query, responder) }
+        Task {
+            do {
+                try await waitForPictures(query, seconds: wait)
+                readPage(request, query, responder)
+            } catch {
+                responder.fail(error)
             }
-            return
         }
-        // Read before the rows, as in `library`.
+    }
+
+    private func readPage(_ request: HTTPRequest, _ query: LibraryQuery, _ responder: HTTPResponder) {
+        // Read before the rows: a change after this makes the page stored below stale at once.
         let generation = catalog.changeCounter
         let etag = listingETag(generation)
         if let notModified = Self.notModified(request, etag: etag) { return responder.respond(notModified) }
@@ -137,7 +122,7 @@ struct LibraryRoutes: Sendable {
     ///
     /// Polling is how scripts and the page watch the library, so the common answers are made
     /// on the event loop, without a task or the catalog's thread: the ETag is the catalog's
-    /// change counter, an atomic. nil hands the request to `library`. The query is checked
+    /// change counter, an atomic. nil hands the request to `readPage`. The query is checked
     /// first, so a bad one gets its `400` either way.
     func answerOnTheLoop(_ request: HTTPRequest) throws -> HTTPResponse? {
         // A long-poll waits first, on its task; the 304 comes after the wait, if at all.

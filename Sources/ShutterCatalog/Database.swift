@@ -56,28 +56,22 @@ public final class Database {
     private func configure(readOnly: Bool) throws {
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
-        if readOnly {
-            // The writer chose the journal mode; a reader only checks it, since outside WAL it
-            // would block the writer (and be blocked by it) instead of reading beside it.
-            let mode = try fetchOne(sql: "PRAGMA journal_mode") { try $0.decode(String.self, at: 0) }
-            guard mode?.lowercased() == "wal" else {
-                throw DatabaseError(
-                    extendedResultCode: SQLITE_CANTOPEN,
-                    message: "journal_mode is \(mode ?? "unknown"), WAL is required",
-                    sql: "PRAGMA journal_mode")
-            }
-            try execute(sql: "PRAGMA cache_size=-1024")
-            return
-        }
         // WAL lets readers run during a write and makes a commit one append to the log
         // (https://www.sqlite.org/wal.html). The pragma answers with the mode in force, which stays
-        // "delete" where WAL is impossible (no shared memory, some network file systems).
-        let mode = try fetchOne(sql: "PRAGMA journal_mode=WAL") { try $0.decode(String.self, at: 0) }
+        // "delete" where WAL is impossible (no shared memory, some network file systems). A reader
+        // only asks: the writer chose the mode, and outside WAL a reader would block the writer
+        // (and be blocked by it) instead of reading beside it.
+        let pragma = readOnly ? "PRAGMA journal_mode" : "PRAGMA journal_mode=WAL"
+        let mode = try fetchOne(sql: pragma) { try $0.decode(String.self, at: 0) }
         guard mode?.lowercased() == "wal" else {
             throw DatabaseError(
                 extendedResultCode: SQLITE_CANTOPEN,
                 message: "journal_mode is \(mode ?? "unknown"), WAL is required",
-                sql: "PRAGMA journal_mode=WAL")
+                sql: pragma)
+        }
+        if readOnly {
+            try execute(sql: "PRAGMA cache_size=-1024")
+            return
         }
         // A picture the API reported as created must survive a power cut. In WAL mode,
         // synchronous=NORMAL skips the fsync at commit, so "a transaction committed in WAL mode with

@@ -285,27 +285,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         case .task(let handler):
             startTask(id, requestID: request.id) { try await handler(request, parameters) }
         case .immediateOrTask(let immediate, let task):
-            let answer: HTTPResponse? = Logger.$requestID.withValue(request.id) {
-                do {
-                    return try immediate(request, parameters)
-                } catch {
-                    return Self.errorResponse(error, server.logger)
-                }
-            }
-            if let answer {
+            if let answer = answerOnTheLoop(immediate, request, parameters) {
                 complete(id, answer)
             } else {
                 startTask(id, requestID: request.id) { try await task(request, parameters) }
             }
         case .immediateOrDeferred(let immediate, let deferred):
-            let answer: HTTPResponse? = Logger.$requestID.withValue(request.id) {
-                do {
-                    return try immediate(request, parameters)
-                } catch {
-                    return Self.errorResponse(error, server.logger)
-                }
-            }
-            if let answer {
+            if let answer = answerOnTheLoop(immediate, request, parameters) {
                 complete(id, answer)
                 return
             }
@@ -323,6 +309,20 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 } catch {
                     responder.fail(error)
                 }
+            }
+        }
+    }
+
+    /// The answer of an `immediate` handler that may decline (nil), a throw mapped to its answer.
+    private func answerOnTheLoop(
+        _ immediate: (HTTPRequest, RouteParameters) throws -> HTTPResponse?, _ request: HTTPRequest,
+        _ parameters: RouteParameters
+    ) -> HTTPResponse? {
+        Logger.$requestID.withValue(request.id) {
+            do {
+                return try immediate(request, parameters)
+            } catch {
+                return Self.errorResponse(error, server.logger)
             }
         }
     }
