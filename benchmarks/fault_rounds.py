@@ -47,7 +47,6 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,63 +55,38 @@ sys.path.insert(0, str(ROOT / "Tests" / "e2e"))
 from conftest import Daemon  # noqa: E402
 from emucam import emucam_env  # noqa: E402
 from faults import catalog_state  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 ACTIVITIES = ("snaps", "burst", "interval", "deletes", "retention", "outbox", "camera")
 BASE_ARGS = ["--size", "320x240", "--fps", "30", "--min-free-bytes", "0", "--access-log", "false",
              "--max-job-shots", "100000", "--outbox-timeout-ms", "2000"]
 
 
-class Receiver:
-    """A webhook receiver: records every event it accepts with the daemon's generation (the
-    number of the daemon's life), optionally slow and refusing every `refuse_every`th POST."""
+class Receiver(WebhookReceiver):
+    """The rounds' webhook receiver: each POST tagged with the daemon's generation (the number of
+    the daemon's life) when it arrived, optionally slow and refusing every `refuse_every`th."""
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.accepted = []  # (generation, event id, event)
         self.generation = 0
         self.delay_s = 0.0
         self.refuse_every = 0
-        self.posts = 0
-        receiver = self
+        super().__init__(tag=self.current_generation)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                # The daemon's life this POST belongs to is the one when it arrived.
-                with receiver.lock:
-                    generation = receiver.generation
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.posts += 1
-                    refuse = receiver.refuse_every and receiver.posts % receiver.refuse_every == 0
-                    delay = receiver.delay_s
-                if delay:
-                    time.sleep(delay)
-                if refuse:
-                    self.send_response(503)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                event = json.loads(body)
-                with receiver.lock:
-                    receiver.accepted.append((generation, event["id"], event))
-                self.send_response(204)
-                self.end_headers()
+    def current_generation(self):
+        with self.lock:
+            return self.generation
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def respond(self, post):
+        with self.lock:
+            delay, refuse_every = self.delay_s, self.refuse_every
+        if delay:
+            time.sleep(delay)
+        return 503 if refuse_every and post.number % refuse_every == 0 else 204
 
     def snapshot(self):
-        with self.lock:
-            return list(self.accepted)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        """(generation, event id, event) of every accepted POST."""
+        return [(post.tag, event["id"], event)
+                for post in self.accepted_posts() for event in [json.loads(post.body)]]
 
 
 def call(port, method, path, body=None, timeout=10):

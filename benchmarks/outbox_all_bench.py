@@ -38,11 +38,11 @@ import tempfile
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "Tests/e2e"))
 from mqtt_broker import Broker, Subscriber  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 DATA_ROOT = os.environ.get("SHUTTER_BENCH_DATA", "/var/tmp")
 BUCKET = "bench"
@@ -132,42 +132,11 @@ class Moto:
             self.process.wait(20)
 
 
-class WebhookReceiver:
-    """Takes every POST with a 204; records each event's id and type, and the multipart bodies."""
-
-    def __init__(self):
-        self.events = []  # (event id, type, body bytes)
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.events.append((int(self.headers["X-Shutter-Event-Id"]),
-                                            self.headers["X-Shutter-Event"], len(body),
-                                            self.headers.get("Content-Type", "").startswith("multipart/")))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def pictures(self):
-        with self.lock:
-            return [e for e in self.events if e[1] == "picture.created"]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def picture_posts(receiver):
+    """(event id, type, body length, multipart?) of every picture.created the webhook accepted."""
+    return [(int(post.headers["x-shutter-event-id"]), post.headers["x-shutter-event"], len(post.body),
+             post.headers.get("content-type", "").startswith("multipart/"))
+            for post in receiver.accepted_posts() if post.headers["x-shutter-event"] == "picture.created"]
 
 
 class Daemon:
@@ -292,7 +261,7 @@ def latency(options, work):
                 json.dump(timeline, f)
         total = warm + options.rounds * options.round_snaps
         wait_until(lambda: len(subscriber.on(PICTURE_TOPIC)) >= total and len(subscriber.on(JPEG_TOPIC)) >= total
-                   and len(receiver.pictures()) >= total and moto.count("latency") >= total,
+                   and len(picture_posts(receiver)) >= total and moto.count("latency") >= total,
                    120, "every sink's deliveries")
         n = options.rounds * options.round_snaps
         print(f"snap latency, {n} snaps each side (POST /snap to the 201):")
@@ -314,8 +283,8 @@ def latency(options, work):
         print("  per round p50 (none/all): " + ", ".join(f"{m['none']:.1f}/{m['all']:.1f}" for m in per_round))
         statuses = {s["name"]: s for s in sinks.status()["outbox"]["sinks"]}
         print(f"  delivered: MQTT {len(subscriber.on(PICTURE_TOPIC))} records + {len(subscriber.on(JPEG_TOPIC))}"
-              f" JPEGs, webhook {len(receiver.pictures())} multipart"
-              f" ({sum(1 for e in receiver.pictures() if e[3])} with the JPEG), S3 {moto.count('latency')} objects;"
+              f" JPEGs, webhook {len(picture_posts(receiver))} multipart"
+              f" ({sum(1 for e in picture_posts(receiver) if e[3])} with the JPEG), S3 {moto.count('latency')} objects;"
               f" expected {total} each; sink failures "
               + ", ".join(f"{name} {s['failures']}" for name, s in statuses.items()), flush=True)
     finally:

@@ -21,6 +21,7 @@ import pytest
 
 from faults import DiskFull, catalog_state
 from test_snap_library import djpeg_size
+from webhook_receiver import WebhookReceiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -140,43 +141,14 @@ def test_kill_9_rounds_leave_catalog_files_thumbnails_and_outbox_in_agreement(tm
 # ---------------------------------------------------------------------------------------------
 # SIGTERM while every kind of long-lived request is open.
 
-class HoldingReceiver:
+def holding_receiver(hold_s):
     """A webhook receiver that holds the first POST for `hold_s` (an upload in flight at the
-    SIGTERM) and accepts the others at once; records the event ids it accepted."""
-
-    def __init__(self, hold_s):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        self.accepted = []  # (the POST's number, the event id), in the order answered
-        self.posts = 0
-        self.lock = threading.Lock()
-        self.first_post = threading.Event()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.posts += 1
-                    number = receiver.posts
-                if number == 1:
-                    receiver.first_post.set()
-                    time.sleep(hold_s)
-                with receiver.lock:
-                    receiver.accepted.append((number, json.loads(body)["id"]))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    SIGTERM) and accepts the others at once."""
+    def respond(post):
+        if post.number == 1:
+            time.sleep(hold_s)
+        return 204
+    return WebhookReceiver(respond=respond)
 
 
 def read_to_the_end(sock):
@@ -217,7 +189,7 @@ def test_sigterm_during_a_stream_an_event_stream_a_long_poll_and_an_upload(make_
     from mjpeg import MJPEGStream
     from test_events import open_stream
 
-    receiver = HoldingReceiver(hold_s=6)
+    receiver = holding_receiver(hold_s=6)
     try:
         data_dir = tmp_path / "data"
         args = [*ARGS, "--webhook-url", receiver.url]
@@ -284,8 +256,9 @@ def test_sigterm_during_a_stream_an_event_stream_a_long_poll_and_an_upload(make_
         deadline = time.monotonic() + 15
         # Taken by a later POST than the first, which the killed upload was (still held, or
         # answered to a daemon that was gone).
-        while not any(number > 1 and event_id == replayed["id"] for number, event_id in list(receiver.accepted)):
-            assert time.monotonic() < deadline, receiver.accepted
+        while not any(post.number > 1 and json.loads(post.body)["id"] == replayed["id"]
+                      for post in receiver.accepted_posts()):
+            assert time.monotonic() < deadline, [(p.number, p.body[:200]) for p in receiver.accepted_posts()]
             time.sleep(0.05)
     finally:
         receiver.close()
@@ -470,9 +443,15 @@ def test_a_disk_filling_under_a_burst_then_kill_9_and_a_restart_on_the_full_disk
     while "storage full" not in (d.json("GET", "/healthz")[2].get("reason") or ""):
         assert time.monotonic() < deadline, "the 2 MiB tmpfs never filled up"
         time.sleep(0.05)
-    time.sleep(0.3)
-    status, _, running = d.json("GET", f"/jobs/{job['id']}")
-    assert running["state"] == "running" and running["missed"] >= 1, running
+    # The shot that found the disk full is counted missed a moment later (a loaded machine can
+    # take longer than a frame or two), and the job goes on.
+    while True:
+        status, _, running = d.json("GET", f"/jobs/{job['id']}")
+        assert running["state"] == "running", running
+        if running["missed"] >= 1:
+            break
+        assert time.monotonic() < deadline, running
+        time.sleep(0.05)
     d.stop(signal.SIGKILL)
 
     # The daemon starts on the full disk, and what it lists is exactly what is there, whole.

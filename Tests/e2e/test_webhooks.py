@@ -5,74 +5,22 @@ import hashlib
 import hmac
 import json
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from webhook_receiver import WebhookReceiver
 
 SECRET = "hook-secret-5e1f"
 
 
-class Receiver:
-    """Takes POSTs; answers 503 to the first `fail_first`, and sleeps `hang_first_s` on the
-    first one (a dead peer the daemon's timeout must give up on)."""
-
-    def __init__(self, fail_first=0, hang_first_s=0.0, tls=None):
-        self.fail_first = fail_first
-        self.hang_first_s = hang_first_s
-        self.attempts = []  # (monotonic time, headers dict, body bytes), every POST
-        self.accepted = []  # (headers dict, body bytes), those answered 2xx
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                with receiver.lock:
-                    receiver.attempts.append((time.monotonic(), headers, body))
-                    number = len(receiver.attempts)
-                if number == 1 and receiver.hang_first_s:
-                    time.sleep(receiver.hang_first_s)
-                if number <= receiver.fail_first:
-                    self.send_response(503)
-                    self.send_header("Content-Length", "4")
-                    self.end_headers()
-                    self.wfile.write(b"busy")
-                    return
-                with receiver.lock:
-                    receiver.accepted.append((headers, body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        scheme = "http"
-        if tls:
-            import ssl
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(*tls)
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-            scheme = "https"
-        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait_for(self, count, timeout=20):
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.lock:
-                if len(self.accepted) >= count:
-                    return list(self.accepted)
-            assert time.monotonic() < deadline, f"{len(self.accepted)} of {count} accepted: {self.attempts}"
-            time.sleep(0.02)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def make_receiver(fail_first=0, hang_first_s=0.0, tls=None):
+    """Answers 503 to the first `fail_first` POSTs, and sleeps `hang_first_s` on the first one
+    (a dead peer the daemon's timeout must give up on)."""
+    def respond(post):
+        if post.number == 1 and hang_first_s:
+            time.sleep(hang_first_s)
+        return 503 if post.number <= fail_first else 204
+    return WebhookReceiver(respond=respond, tls=tls)
 
 
 @pytest.fixture
@@ -80,7 +28,7 @@ def receiver_factory():
     receivers = []
 
     def make(**kwargs):
-        receiver = Receiver(**kwargs)
+        receiver = make_receiver(**kwargs)
         receivers.append(receiver)
         return receiver
 
@@ -115,28 +63,29 @@ def test_failed_posts_are_retried_with_backoff_then_delivered_in_order_and_signe
     accepted = receiver.wait_for(2)
 
     # Three 503s, then the same event again: nothing skipped, nothing reordered.
-    assert len(receiver.attempts) == 5
-    created = [json.loads(body) for _, _, body in receiver.attempts[:4]]
+    posts = receiver.all_posts()
+    assert len(posts) == 5
+    created = [json.loads(post.body) for post in posts[:4]]
     assert all(event == created[0] for event in created)
-    times = [t for t, _, _ in receiver.attempts[:4]]
+    times = [post.arrived for post in posts[:4]]
     gaps = [b - a for a, b in zip(times, times[1:])]
     # RetryBackoff: 1 s doubling, each drawn from the upper half of its step.
     assert gaps[0] >= 0.45 and gaps[1] >= 0.95 and gaps[2] >= 1.9, gaps
 
-    first, second = (json.loads(body) for _, body in accepted)
+    first, second = (json.loads(post.body) for post in accepted)
     assert first["type"] == "picture.created" and first["data"]["id"] == picture["id"]
     assert first["data"]["sha256"] == picture["sha256"] and first["data"]["url"] == picture["url"]
     assert second["type"] == "picture.deleted" and second["data"]["id"] == picture["id"]
     assert second["data"]["reason"] == "request" and second["data"]["taken_at"] == picture["taken_at"]
     assert second["id"] > first["id"]
-    for headers, body in accepted:
+    for headers, body in ((post.headers, post.body) for post in accepted):
         assert headers["content-type"] == "application/json"
         expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         assert hmac.compare_digest(headers["x-shutter-signature"], expected)
         assert headers["x-shutter-event-id"] == str(json.loads(body)["id"])
     # A body changed in transit would not match.
-    tampered = accepted[0][1].replace(b'"picture.created"', b'"picture.deleted"')
-    assert hmac.new(SECRET.encode(), tampered, hashlib.sha256).hexdigest() not in accepted[0][0]["x-shutter-signature"]
+    tampered = accepted[0].body.replace(b'"picture.created"', b'"picture.deleted"')
+    assert hmac.new(SECRET.encode(), tampered, hashlib.sha256).hexdigest() not in accepted[0].headers["x-shutter-signature"]
 
     [status] = sink_status(d)
     assert status["delivered"] == 2 and status["failures"] == 3 and status["connected"] is True
@@ -150,7 +99,8 @@ def test_include_jpeg_posts_multipart_with_the_picture_intact(make_daemon, tmp_p
     d = start_with_hooks(make_daemon, tmp_path, [{
         "url": receiver.url, "events": ["picture.created"], "include_jpeg": True, "secret": SECRET}])
     picture = d.snap()
-    [(headers, body)] = receiver.wait_for(1)
+    [post] = receiver.wait_for(1)
+    headers, body = post.headers, post.body
     assert headers["content-type"].startswith("multipart/form-data; boundary=")
     expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     assert headers["x-shutter-signature"] == expected
@@ -181,8 +131,8 @@ def test_a_hook_that_never_answers_times_out_and_is_retried(make_daemon, tmp_pat
         extra=["--outbox-timeout-ms", "1000"])
     picture = d.snap()
     started = time.monotonic()
-    [(_, body)] = receiver.wait_for(1, timeout=10)
-    assert json.loads(body)["data"]["id"] == picture["id"]
+    [post] = receiver.wait_for(1, timeout=10)
+    assert json.loads(post.body)["data"]["id"] == picture["id"]
     assert time.monotonic() - started < 3.9, "delivery waited for the hung attempt"
     d.wait_for_log("sink failed; retrying with backoff", "CURLcode 28")
 
@@ -195,8 +145,8 @@ def test_webhook_url_flag_sends_every_event_and_bad_settings_refuse_to_start(
     picture = d.snap()
     assert d.json("PATCH", f"/library/{picture['id']}", body='{"keep": true}')[0] == 200
     accepted = receiver.wait_for(2)
-    assert [json.loads(body)["type"] for _, body in accepted] == ["picture.created", "picture.updated"]
-    assert "x-shutter-signature" not in accepted[0][0]
+    assert [json.loads(post.body)["type"] for post in accepted] == ["picture.created", "picture.updated"]
+    assert "x-shutter-signature" not in accepted[0].headers
 
     for bad, words in [
         ({"webhooks": [{"url": "ftp://example.com/x"}]}, "not an http:// or https:// URL"),
@@ -226,4 +176,4 @@ def test_a_certificate_the_system_does_not_trust_is_refused(make_daemon, tmp_pat
     d.wait_for_log("sink failed; retrying with backoff", "CURLcode 60")
     [status] = sink_status(d)
     assert status["delivered"] == 0 and status["connected"] is False
-    assert receiver.attempts == []
+    assert receiver.all_posts() == []
