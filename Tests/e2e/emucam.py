@@ -17,9 +17,10 @@ the camera cannot be used."""
 
 import os
 import subprocess
-import threading
 import time
 from pathlib import Path
+
+from preload_library import PreloadLibrary
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPOSITORY / "Tests" / "EmulatedCamera" / "build.sh"
@@ -43,21 +44,12 @@ KNOBS = (
     "state_dir",       # directory for format, rate and controls shared between processes
 )
 
-_build_lock = threading.Lock()
-_built = False
+_library = PreloadLibrary(BUILD_SCRIPT, EMUCAM_LIB)
 
 
 def build_emucam():
     """Builds the library the first time it is called in this process; returns EMUCAM_LIB."""
-    global _built
-    with _build_lock:
-        if not _built:
-            result = subprocess.run(["bash", str(BUILD_SCRIPT), str(Path(EMUCAM_LIB).parent)],
-                                    capture_output=True, text=True)
-            if result.returncode != 0:
-                raise RuntimeError("building libemucam.so failed:\n" + result.stdout + result.stderr)
-            _built = True
-    return EMUCAM_LIB
+    return _library.build()
 
 
 def _knob_value(value):

@@ -17,9 +17,9 @@ with the sqlite3 module, for checks after a daemon has been killed."""
 
 import os
 import sqlite3
-import subprocess
-import threading
 from pathlib import Path
+
+from preload_library import PreloadLibrary
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPOSITORY / "Tests" / "FaultInjection" / "build.sh"
@@ -27,21 +27,12 @@ DISKFULL_LIB = str(REPOSITORY / ".build" / "faults" / "libdiskfull.so")
 MONOTONIC_TIMERS_LIB = str(REPOSITORY / ".build" / "faults" / "libmonotonictimers.so")
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
-_build_lock = threading.Lock()
-_built = False
+_library = PreloadLibrary(BUILD_SCRIPT, DISKFULL_LIB)
 
 
 def build_diskfull():
     """Builds the libraries the first time it is called in this process; returns libdiskfull.so's path."""
-    global _built
-    with _build_lock:
-        if not _built:
-            result = subprocess.run(["bash", str(BUILD_SCRIPT), str(Path(DISKFULL_LIB).parent)],
-                                    capture_output=True, text=True)
-            if result.returncode != 0:
-                raise RuntimeError("building libdiskfull.so failed:\n" + result.stdout + result.stderr)
-            _built = True
-    return DISKFULL_LIB
+    return _library.build()
 
 
 def faketime_env(offset_file, base=None):
