@@ -299,10 +299,12 @@ def slowloris(daemon, scale, window, stop):
 
 def silent(daemon, scale, window, stop, groups=1):
     """Connections that never send a byte, `scale['silent']` from each of `groups` addresses;
-    each one the server closes is opened again at once, as a determined attacker would."""
+    each one the server closes is opened again at once, and each one refused a tenth of a second
+    later, as a determined attacker would: any slot that frees is taken again."""
     outcomes = Outcomes()
     selector = selectors.DefaultSelector()
     per_group = scale["silent"]
+    retries = []  # (when, group): refused connections to open again
 
     def open_one(group):
         try:
@@ -316,7 +318,7 @@ def silent(daemon, scale, window, stop, groups=1):
         for _ in range(per_group):
             open_one(group)
     while not stop.is_set():
-        for key, _ in selector.select(0.2):
+        for key, _ in selector.select(0.05):
             sock, group = key.fileobj, key.data
             status, ending = settle(sock)
             if ending == "open":
@@ -324,9 +326,16 @@ def silent(daemon, scale, window, stop, groups=1):
             outcomes.add(f"{status} then {ending}" if status else ending)
             selector.unregister(sock)
             sock.close()
-            # A slot the server took back is taken again; a refusal is not retried in a loop.
+            # A slot the server took back is taken again at once; a refusal a moment later.
             if status is None:
                 open_one(group)
+            else:
+                retries.append((time.monotonic() + 0.1, group))
+        now = time.monotonic()
+        due = [group for when, group in retries if when <= now]
+        retries = [(when, group) for when, group in retries if when > now]
+        for group in due:
+            open_one(group)
     socks = [key.fileobj for key in selector.get_map().values()]
     selector.close()
     record_endings(outcomes, socks)

@@ -72,6 +72,16 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         pump()
     }
 
+    /// Since when the connection has waited for a request owing nothing (nil: it owes something).
+    var waitingForRequestSince: MonotonicInstant? { machine.waitingForRequestSince }
+
+    /// Closes the connection, waiting for a request and owing nothing, so that another client's
+    /// can be taken; `connectionClosed` has run when this returns.
+    func closeToMakeRoom() {
+        machine.closeToMakeRoom()
+        pump()
+    }
+
     /// Closes at once, whatever is still owed (the shutdown's grace ended).
     func closeNow() {
         machine.shutdownGraceEnded()
@@ -389,7 +399,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             server.logger.info(
                 "closing connection: TLS handshake not finished within the request timeout",
                 ["fd": String(descriptor)])
-        case .finished, .socketFailed, .idle, .shutdown:
+        case .finished, .socketFailed, .idle, .shutdown, .madeRoom:
             break
         }
         server.connectionClosed(self)

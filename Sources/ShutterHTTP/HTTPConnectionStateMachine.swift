@@ -115,6 +115,9 @@ struct HTTPConnectionStateMachine {
         case handshakeFailed
         /// The TLS handshake did not finish within the request timeout (a silent or slow client).
         case handshakeTimedOut
+        /// The server was full and closed this connection, which was waiting for a request, to
+        /// take a client with fewer connections (`HTTPServer`'s room-making).
+        case madeRoom
     }
 
     /// One access-log line's fields.
@@ -544,6 +547,25 @@ struct HTTPConnectionStateMachine {
         {
             pendingClose = .idle
         }
+    }
+
+    /// Since when the connection has been waiting for a request while owing nothing: no request
+    /// handled or answered, no stream, nothing left to write, not closing. Nil when it owes
+    /// something. A silent connection, a keep-alive one between requests, a TLS handshake not
+    /// finished and a head arriving a byte at a time all count: closing one loses no answer.
+    var waitingForRequestSince: MonotonicInstant? {
+        guard !closed, pendingClose == nil, lingerDeadline == nil, stream == nil, !streamStartPending,
+            slots.isEmpty, outgoingIndex == outgoing.count, !stopParsing
+        else { return nil }
+        if let phase = tlsPhase, phase != .established { return acceptedAt }
+        return awaitingFirstHeadSince ?? lastActivity
+    }
+
+    /// The server closes this connection, which `waitingForRequestSince` said owes nothing, to
+    /// make room for another client's.
+    mutating func closeToMakeRoom() {
+        guard !closed, waitingForRequestSince != nil else { return }
+        pendingClose = .madeRoom
     }
 
     /// Stops taking requests; closes now if idle or streaming, else after answering every

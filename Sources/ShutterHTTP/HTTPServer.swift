@@ -38,6 +38,12 @@ public final class HTTPServer: @unchecked Sendable {
     /// Connections refused over `maxConnections` since the count last went under it, or nil:
     /// logged once per episode too, so a flood of refusals is not a flood of log lines.
     private var refusedOverLimit: Int?
+    /// Waiting connections closed to make room since the server was last under its limit (see
+    /// `makeRoom`); one line when an episode starts and one when it ends.
+    private var closedToMakeRoom = 0
+    /// Set while `makeRoom` closes a connection: the server is full again at once, so that close
+    /// does not end the episode.
+    private var makingRoom = false
     /// Connections refused over the limit, drained briefly so the 503 is not destroyed by a reset.
     private var rejected: [Int32: RejectedConnection] = [:]
     private var shutdownCompletion: (() -> Void)?
@@ -169,7 +175,9 @@ public final class HTTPServer: @unchecked Sendable {
                 loggedAcceptFailure = nil
                 logger.notice("accepting connections again")
             }
-            if connections.count >= configuration.maxConnections {
+            // A unix socket's clients are on this machine; its file mode decided who they are.
+            let peer = listener.isUnix ? PeerAddress.unixSocket : PeerAddress(storage: peerStorage)
+            if connections.count >= configuration.maxConnections && !makeRoom(for: peer) {
                 if let refused = refusedOverLimit {
                     refusedOverLimit = refused + 1
                 } else {
@@ -181,8 +189,6 @@ public final class HTTPServer: @unchecked Sendable {
                 rejectOverLimit(descriptor, detail: "too many connections; try again later")
                 continue
             }
-            // A unix socket's clients are on this machine; its file mode decided who they are.
-            let peer = listener.isUnix ? PeerAddress.unixSocket : PeerAddress(storage: peerStorage)
             if let peer,
                 connectionsByPeer[peer.host, default: 0] >= configuration.effectiveMaxConnectionsPerPeer
             {
@@ -214,6 +220,50 @@ public final class HTTPServer: @unchecked Sendable {
                 closeDescriptor(descriptor)
             }
         }
+    }
+
+    /// The server is full: closes one connection that is waiting for a request and owes nothing,
+    /// from the client address holding the most connections, if that address would still hold
+    /// more than `newcomer`'s after the swap; the one of its connections that has waited longest.
+    /// Returns whether a slot was freed.
+    ///
+    /// Silent connections from many addresses could otherwise hold every slot until the header
+    /// timeout, and an honest client would get only 503s; the per-address limit alone cannot
+    /// stop several addresses. Taking from the address with the most means an attacker's new
+    /// connection can only replace its own when its addresses are uneven, so attackers cannot
+    /// churn each other out for ever, and a client with few connections gets in. Nothing owed is
+    /// lost: a closed keep-alive connection is what HTTP clients expect and retry.
+    private func makeRoom(for newcomer: PeerAddress?) -> Bool {
+        let newcomerHolds = newcomer.map { connectionsByPeer[$0.host, default: 0] } ?? 0
+        // A client at its own limit would be refused anyway: nobody is closed for it.
+        guard newcomerHolds < configuration.effectiveMaxConnectionsPerPeer else { return false }
+        // After a swap the victim's address holds `holds - 1`, the newcomer's `newcomerHolds + 1`.
+        // Under a flood of refused reconnections this runs on every accept, so the common answer,
+        // no (the addresses hold as many as each other), is found from the per-address counts
+        // alone, without looking at a connection.
+        let candidates = connectionsByPeer.filter { $0.value > newcomerHolds + 1 }
+        guard !candidates.isEmpty else { return false }
+        var chosen: (connection: HTTPConnection, since: MonotonicInstant)?
+        for (host, _) in candidates.sorted(by: { $0.value > $1.value }) {
+            for connection in connections.values where connection.peer?.host == host {
+                guard let since = connection.waitingForRequestSince else { continue }
+                if let best = chosen, best.since <= since { continue }
+                chosen = (connection, since)
+            }
+            // The address holding the most with a connection waiting: its longest-waiting one.
+            if chosen != nil { break }
+        }
+        guard let victim = chosen?.connection else { return false }
+        closedToMakeRoom += 1
+        if closedToMakeRoom == 1 {
+            logger.warning(
+                "server full: closing waiting connections of the clients holding the most",
+                ["max_connections": String(configuration.maxConnections)])
+        }
+        makingRoom = true
+        victim.closeToMakeRoom()
+        makingRoom = false
+        return true
     }
 
     /// Sends small responses at once (`TCP_NODELAY`, tcp(7)): a response head written apart
@@ -282,9 +332,14 @@ public final class HTTPServer: @unchecked Sendable {
                     "connections accepted from a client again", ["peer": host, "refused": String(refused)])
             }
         }
-        if let refused = refusedOverLimit, connections.count < configuration.maxConnections {
+        if !makingRoom, refusedOverLimit != nil || closedToMakeRoom > 0,
+            connections.count < configuration.maxConnections
+        {
+            logger.notice(
+                "connections accepted again",
+                ["refused": String(refusedOverLimit ?? 0), "closed_to_make_room": String(closedToMakeRoom)])
             refusedOverLimit = nil
-            logger.notice("connections accepted again", ["refused": String(refused)])
+            closedToMakeRoom = 0
         }
         resumeAccepting()
         finishShutdownIfDone()

@@ -677,6 +677,42 @@ extension String {
         #expect(connection.takeWritten().hasPrefix("HTTP/1.1 408 "))
     }
 
+    @Test func aConnectionCountsAsWaitingForARequestOnlyWhileItOwesNothing() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router)
+        let accepted = connection.clock.monotonicNow()
+        // Silent, then a head arriving a piece at a time: closing it would lose no answer.
+        #expect(connection.machine.waitingForRequestSince == accepted)
+        connection.advance(milliseconds: 100)
+        connection.receive("GET /sl")
+        #expect(connection.machine.waitingForRequestSince == accepted)
+        // Its handler runs: an answer is owed.
+        connection.receive("ow HTTP/1.1\r\nHost: t\r\n\r\n")
+        let id = try #require(connection.pendingTasks.first)
+        #expect(connection.machine.waitingForRequestSince == nil)
+        connection.machine.closeToMakeRoom()
+        connection.run()
+        #expect(connection.closed == nil)
+        // Answered and written: waiting again, since after it connected.
+        connection.advance(milliseconds: 100)
+        connection.complete(id, "slow")
+        #expect(connection.takeWritten().hasSuffix("slow"))
+        let waiting = try #require(connection.machine.waitingForRequestSince)
+        #expect(waiting > accepted)
+        connection.machine.closeToMakeRoom()
+        connection.run()
+        #expect(connection.closed == .madeRoom)
+        #expect(connection.machine.waitingForRequestSince == nil)
+    }
+
+    @Test func aStreamIsNeverClosedToMakeRoom() throws {
+        let connection = EmbeddedConnection(router: try TestRoutes().router)
+        connection.receive(getStream)
+        #expect(connection.machine.waitingForRequestSince == nil)
+        connection.machine.closeToMakeRoom()
+        connection.run()
+        #expect(connection.closed == nil)
+    }
+
     @Test func aConnectionThatSendsNothingIsClosedSilentlyAfterTheHeaderTimeout() throws {
         // Not the idle timeout: a thousand silent connections would hold every slot for a minute.
         let connection = EmbeddedConnection(router: try TestRoutes().router) {

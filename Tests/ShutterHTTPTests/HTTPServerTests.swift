@@ -370,6 +370,96 @@ import Testing
         }
     }
 
+    /// Whether the server has closed `socket` (its FIN is waiting), without blocking.
+    private static func closedByServer(_ socket: TestSocket) -> Bool {
+        var byte: UInt8 = 0
+        return Glibc.recv(socket.descriptor, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 0
+    }
+
+    @Test func aFullServerClosesAWaitingConnectionOfTheClientHoldingTheMost() async throws {
+        try await onDedicatedThread {
+            let sink = RecordingLogSink()
+            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
+                $0.maxConnections = 4
+                $0.maxConnectionsPerPeer = 4
+            }
+            defer { running.stop() }
+            // 127.0.0.2 takes every slot and says nothing (silent connections).
+            let silent = try (0..<4).map { _ in try TestSocket(port: running.port, source: 0x7F00_0002) }
+            for _ in 0..<1000 where running.connectionCount < 4 { usleep(1000) }
+            #expect(running.connectionCount == 4)
+
+            // Another client is served, not refused: one of the silent connections made room.
+            let honest = try TestSocket(port: running.port)
+            try honest.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(honest.readResponse()?.status == 200)
+            #expect(silent.filter(Self.closedByServer).count == 1)
+            #expect(running.connectionCount == 4)
+
+            // The silent client cannot take its slot back from the honest one: it holds 3, and
+            // after a swap it would hold 3 against 127.0.0.1's 0.
+            let again = try TestSocket(port: running.port, source: 0x7F00_0002)
+            #expect(again.readResponse()?.status == 503)
+            #expect(silent.filter(Self.closedByServer).count == 1)
+
+            // A third address still gets in (127.0.0.2 holds 3 > 0 + 1), then a fourth (2 > 1);
+            // a fifth would leave 127.0.0.2 with fewer than itself: refused.
+            var newcomers: [TestSocket] = []  // kept open: each holds its slot
+            for source: UInt32 in [0x7F00_0003, 0x7F00_0004] {
+                let newcomer = try TestSocket(port: running.port, source: source)
+                try newcomer.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                #expect(newcomer.readResponse()?.status == 200)
+                newcomers.append(newcomer)
+            }
+            #expect(silent.filter(Self.closedByServer).count == 3)
+            #expect(try TestSocket(port: running.port, source: 0x7F00_0005).readResponse()?.status == 503)
+            // The honest client's connection, waiting between requests, is still open and served.
+            try honest.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(honest.readResponse()?.status == 200)
+            #expect(sink.lines.filter { $0.contains("server full: closing waiting connections") }.count == 1)
+            #expect(newcomers.allSatisfy { !Self.closedByServer($0) })
+
+            // The episode ends when a connection closes by itself.
+            _ = Glibc.shutdown(honest.descriptor, Int32(SHUT_RDWR))
+            for _ in 0..<1000 where running.connectionCount > 3 { usleep(1000) }
+            for _ in 0..<1000 where !sink.lines.contains(where: { $0.contains("connections accepted again") })
+            {
+                usleep(1000)
+            }
+            #expect(
+                sink.lines.filter {
+                    $0.contains("connections accepted again") && $0.contains("closed_to_make_room=3")
+                        && $0.contains("refused=2")
+                }.count == 1)
+        }
+    }
+
+    @Test func connectionsThatOweAnAnswerAreNeverClosedToMakeRoom() async throws {
+        try await onDedicatedThread {
+            let gate = HandlerGate()
+            let running = try RunningHTTPServer(router: Self.router(gates: [gate])) {
+                $0.maxConnections = 2
+                $0.maxConnectionsPerPeer = 2
+            }
+            defer { running.stop() }
+            // Both of 127.0.0.2's connections have a request in its handler.
+            let busy = try (0..<2).map { _ in try TestSocket(port: running.port, source: 0x7F00_0002) }
+            for socket in busy { try socket.send("GET /gated?n=0 HTTP/1.1\r\nHost: t\r\n\r\n") }
+            #expect(gate.waitForArrivals(2))
+            // Nothing can be closed without losing an answer: the newcomer is refused.
+            #expect(try TestSocket(port: running.port).readResponse()?.status == 503)
+            gate.open()
+            for socket in busy {
+                #expect(socket.readResponse()?.body == Array("gated 0".utf8))
+            }
+            // Now both wait between requests: one makes room.
+            let honest = try TestSocket(port: running.port)
+            try honest.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(honest.readResponse()?.status == 200)
+            #expect(busy.filter(Self.closedByServer).count == 1)
+        }
+    }
+
     @Test func theDefaultPerClientLimitIsAQuarterOfTheConnections() {
         var configuration = HTTPServerConfiguration()
         #expect(configuration.effectiveMaxConnectionsPerPeer == 256)
