@@ -213,7 +213,8 @@ final class CaptureLoop: @unchecked Sendable {
     /// in place when nobody else holds them (a turned or decoded frame, or a buffer the source
     /// lends), and otherwise in the encoder's own copy.
     private func publishWithOverlay(
-        _ frame: consuming RawFrame, overlay: CaptureOverlay, start: MonotonicInstant, received: MonotonicInstant
+        _ frame: consuming RawFrame, overlay: CaptureOverlay, start: MonotonicInstant,
+        received: MonotonicInstant
     )
         throws
     {

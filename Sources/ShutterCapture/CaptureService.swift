@@ -112,7 +112,9 @@ public actor CaptureService {
     }
 
     /// How `newestFrame` decides between the frame in hand and the next one, at the camera's rate.
-    public nonisolated var newestFrameRule: NewestFrameRule { NewestFrameRule(framesPerSecond: shared.mode.fps) }
+    public nonisolated var newestFrameRule: NewestFrameRule {
+        NewestFrameRule(framesPerSecond: shared.mode.fps)
+    }
 
     /// The frame that answers "the newest frame" asked for at `now` without waiting: the "no
     /// signal" frame while the camera is gone, else the newest frame if `newestFrameRule`

@@ -109,7 +109,8 @@ import Testing
         clock.advance(by: source.frameInterval)
         #expect(try await waiter.value.sequence == 1)
         // Now in hand: the next request is answered from it, with no wait.
-        #expect(try await capture.newestFrame(now: clock.monotonicNow(), timeoutMilliseconds: 0).sequence == 1)
+        #expect(
+            try await capture.newestFrame(now: clock.monotonicNow(), timeoutMilliseconds: 0).sequence == 1)
         await capture.stop()
     }
 
