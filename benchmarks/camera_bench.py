@@ -4,13 +4,18 @@
 1. CPU seconds per frame, shutterd against ustreamer (Debian package), for MJPEG passthrough
    and for YUYV encoded on the CPU. ustreamer encodes every captured frame whether or not
    anyone watches; shutterd encodes only frames someone waits for, so it is measured twice:
-   idle (nobody asks: the cost of capture alone) and busy (a client fetching
-   /preview.jpg?fresh=true in a loop, so nearly every frame is encoded and served once); ustreamer
-   is measured alone and with one viewer of its /stream.
+   idle (nobody asks: the cost of capture alone), busy (a client fetching
+   /preview.jpg?fresh=true in a loop, so nearly every frame is encoded and served once, a
+   request per frame) and streaming (one viewer of /preview.mjpg, like for like with ustreamer's
+   one viewer of its /stream); ustreamer is measured alone and with one viewer of its /stream.
+   CPU per frame is per captured frame on both sides when streaming (ustreamer's captured_fps,
+   our frames_captured), per frame served when polling. With --rounds N the four measurements
+   of a format are taken N times, alternating ours and theirs, and the ratios of each round kept.
 2. The unthrottled YUYV encode rate (benchmarks/EncodeBenchmark: YUYV -> planar 4:2:2 -> JPEG)
    against tjbench compressing planar YUV 4:2:2, on the same 1280x720 picture.
 
-Usage: benchmarks/camera_bench.py [--seconds 10] [--encode-seconds 5] [--json FILE]
+Usage: benchmarks/camera_bench.py [--seconds 10] [--encode-seconds 5] [--rounds 1] [--formats mjpeg,yuyv]
+       [--no-encode-rate] [--json FILE]
 Needs: swift build -c release (shutterd, shutter-encode-bench), ustreamer and libjpeg-turbo-progs.
 """
 
@@ -62,7 +67,8 @@ def poll_preview(port, stop):
     conn.close()
 
 
-def measure_shutterd(fmt, seconds, busy):
+def measure_shutterd(fmt, seconds, busy, stream=False):
+    """shutterd's CPU: busy polls stills, stream has one /preview.mjpg viewer, neither is idle."""
     port = free_port()
     data = tempfile.mkdtemp(prefix="shutter-bench-cam-")
     process = subprocess.Popen(
@@ -81,8 +87,11 @@ def measure_shutterd(fmt, seconds, busy):
                 time.sleep(0.1)
         time.sleep(1.5)  # past warm-up
         stop = threading.Event()
-        poller = threading.Thread(target=poll_preview, args=(port, stop))
-        if busy:
+        if stream:
+            poller = threading.Thread(target=read_stream, args=(port, stop, "/preview.mjpg"))
+        else:
+            poller = threading.Thread(target=poll_preview, args=(port, stop))
+        if busy or stream:
             poller.start()
             time.sleep(1)
         before = get_json(f"http://127.0.0.1:{port}/status")["camera"]
@@ -91,11 +100,11 @@ def measure_shutterd(fmt, seconds, busy):
         cpu = cpu_seconds(process.pid) - cpu0
         after = get_json(f"http://127.0.0.1:{port}/status")["camera"]
         stop.set()
-        if busy:
+        if busy or stream:
             poller.join()
         captured = after["frames_captured"] - before["frames_captured"]
         encoded = after["frames_encoded"] - before["frames_encoded"]
-        frames = encoded if busy else captured
+        frames = encoded if busy and not stream else captured
         return {"cpu_s": round(cpu, 3), "frames_captured": captured, "frames_served": encoded,
                 "cpu_ms_per_frame": round(1000 * cpu / max(frames, 1), 3),
                 "core_percent": round(100 * cpu / seconds, 1)}
@@ -105,10 +114,10 @@ def measure_shutterd(fmt, seconds, busy):
         subprocess.run(["rm", "-rf", data])
 
 
-def read_stream(port, stop):
-    """A viewer of ustreamer's MJPEG stream, reading every byte as it comes."""
+def read_stream(port, stop, path="/stream"):
+    """A viewer of an MJPEG stream (ustreamer's /stream, our /preview.mjpg), reading every byte as it comes."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    conn.request("GET", "/stream")
+    conn.request("GET", path)
     response = conn.getresponse()
     while not stop.is_set():
         if not response.read1(65536):
@@ -202,21 +211,52 @@ def main():
     parser.add_argument("--shutterd", default=SHUTTERD,
                         help="the daemon to measure (default: this checkout's release build), e.g. an older build to compare")
     parser.add_argument("--encode-seconds", type=float, default=5, help="each run of the encode rate comparison")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of each format's measurements, alternated")
+    parser.add_argument("--formats", default="mjpeg,yuyv", help="comma-separated: mjpeg, yuyv")
+    parser.add_argument("--no-encode-rate", action="store_true", help="skip the encode rate comparison")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     SHUTTERD = args.shutterd
-    results = {"camera": "emulated UVC, 1280x720, 30 fps"}
+    results = {"camera": "emulated UVC, 1280x720, 30 fps", "load_average_before": os.getloadavg()}
     for fmt, ours in (("MJPEG", "mjpeg"), ("YUYV", "yuyv")):
-        theirs = measure_ustreamer(fmt, args.seconds)
-        theirs_busy = measure_ustreamer(fmt, args.seconds, busy=True)
-        busy = measure_shutterd(ours, args.seconds, busy=True)
-        idle = measure_shutterd(ours, args.seconds, busy=False)
+        if ours not in args.formats.split(","):
+            continue
+        rounds = []
+        for index in range(args.rounds):
+            # Alternated: theirs first in even rounds, ours first in odd ones.
+            steps = [("ustreamer", lambda: measure_ustreamer(fmt, args.seconds)),
+                     ("ustreamer_streaming", lambda: measure_ustreamer(fmt, args.seconds, busy=True)),
+                     ("shutterd_streaming", lambda: measure_shutterd(ours, args.seconds, busy=False, stream=True)),
+                     ("shutterd_busy", lambda: measure_shutterd(ours, args.seconds, busy=True)),
+                     ("shutterd_idle", lambda: measure_shutterd(ours, args.seconds, busy=False))]
+            if index % 2:
+                steps = steps[2:] + steps[:2]
+            measured = {name: step() for name, step in steps}
+            measured["load_average_after"] = os.getloadavg()
+            rounds.append(measured)
+        per_frame = lambda name: sum(r[name]["cpu_ms_per_frame"] for r in rounds) / len(rounds)  # noqa: E731
+        last = rounds[-1]
         results[ours] = {
-            "ustreamer": theirs, "ustreamer_streaming": theirs_busy, "shutterd_busy": busy, "shutterd_idle": idle,
-            "busy_vs_ustreamer_idle": round(busy["cpu_ms_per_frame"] / theirs["cpu_ms_per_frame"], 3),
-            "busy_vs_ustreamer_streaming": round(busy["cpu_ms_per_frame"] / theirs_busy["cpu_ms_per_frame"], 3),
+            "ustreamer": last["ustreamer"], "ustreamer_streaming": last["ustreamer_streaming"],
+            "shutterd_busy": last["shutterd_busy"], "shutterd_idle": last["shutterd_idle"],
+            "shutterd_streaming": last["shutterd_streaming"],
+            "mean_cpu_ms_per_frame": {name: round(per_frame(name), 3) for name in
+                                      ("ustreamer", "ustreamer_streaming", "shutterd_streaming", "shutterd_busy",
+                                       "shutterd_idle")},
+            "busy_vs_ustreamer_idle": round(per_frame("shutterd_busy") / per_frame("ustreamer"), 3),
+            "busy_vs_ustreamer_streaming": round(per_frame("shutterd_busy") / per_frame("ustreamer_streaming"), 3),
+            "streaming_vs_ustreamer_streaming": round(
+                per_frame("shutterd_streaming") / per_frame("ustreamer_streaming"), 3),
+            "streaming_vs_ustreamer_streaming_rounds": [
+                round(r["shutterd_streaming"]["cpu_ms_per_frame"] / r["ustreamer_streaming"]["cpu_ms_per_frame"], 3)
+                for r in rounds],
+            "rounds": rounds,
         }
-    results["encode_rate"] = encode_rates(args.encode_seconds)
+        if args.rounds == 1:
+            del results[ours]["rounds"]
+    if not args.no_encode_rate:
+        results["encode_rate"] = encode_rates(args.encode_seconds)
+    results["load_average_after"] = os.getloadavg()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

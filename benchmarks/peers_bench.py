@@ -11,7 +11,11 @@
 2. `snapshot`: a still of the live camera. ustreamer's `GET /snapshot` against shutterd's
    `GET /preview.jpg` (the newest frame), both capturing MJPEG at 1280x720, 30 fps from the
    emulated UVC camera and passing its frames through; requests alternate between the two on one
-   keep-alive connection each. Shown beside them, without a peer (ustreamer has neither): our
+   keep-alive connection each, each sent after a random pause of up to a frame interval (33 ms),
+   so that both sides are asked at every moment of the camera's frame clock rather than at a
+   moment set by how long the other side's answer took (with a fixed 10 ms pause, one side's
+   latency moved the other's: ustreamer's `/snapshot` waits for its next frame at some moments,
+   and its p50 went from 0.6 ms to 42 ms when ours got faster). Shown beside them, without a peer (ustreamer has neither): our
    `GET /preview.jpg?fresh=true` (waits for the next frame) and `POST /snap` (a new frame,
    stored: written, fsynced, in the catalog).
 3. `mqtt`: how long a picture takes to reach an MQTT subscriber. Ours: `POST /snap` sent until
@@ -30,6 +34,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -275,6 +280,7 @@ def snapshot(shutterd, requests):
         runs = {"ustreamer_snapshot": [], "shutterd_preview_jpg": [], "shutterd_preview_jpg_fresh": [],
                 "shutterd_post_snap": []}
         sizes = {name: 0 for name in runs}
+        pauses = random.Random(15)  # the same pauses for every daemon measured
         load_before = os.getloadavg()
         for index in range(requests):
             plan = [("ustreamer_snapshot", theirs_conn, "GET", "/snapshot"),
@@ -285,10 +291,10 @@ def snapshot(shutterd, requests):
             if index % 4 == 0:  # a stored picture each: a quarter as many, to keep the data small
                 plan.append(("shutterd_post_snap", ours_conn, "POST", "/snap"))
             for name, conn, method, path in plan:
+                time.sleep(pauses.uniform(0, 1 / 30))
                 elapsed, size = timed_request(conn, method, path)
                 runs[name].append(elapsed)
                 sizes[name] = size
-            time.sleep(0.01)
         theirs_conn.close()
         ours_conn.close()
         result = {name: summary_ms(values) for name, values in runs.items()}

@@ -12,27 +12,42 @@ struct PreviewRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add(
-            .get, "/preview.jpg", scope: .view, .task { request, _ in try await previewFrame(request) })
+            .get, "/preview.jpg", scope: .view,
+            .immediateOrTask(
+                immediate: { request, _ in try frameInHand(request) },
+                task: { request, _ in try await previewFrame(request) }))
         router.add(
             .get, "/preview.mjpg", scope: .view, .immediate { request, _ in try previewStream(request) })
     }
 
-    /// `GET /preview.jpg`: the newest frame (at most one frame interval old); with `fresh=true`,
-    /// the first frame captured after the request, so a client fetching in a loop gets each
-    /// frame once instead of the same one again.
+    /// `GET /preview.jpg` on the loop, when the newest frame in hand answers it (the common case
+    /// while the camera streams): no task, no thread woken. Nil when the request must wait, for
+    /// `fresh=true` always: `previewFrame` then waits on a task.
+    func frameInHand(_ request: HTTPRequest) throws -> HTTPResponse? {
+        let query = try QueryParameters(request, allowed: ["fresh"])
+        if try query.boolean("fresh") == true { return nil }
+        return capture.newestFrameInHand(now: clock.monotonicNow()).map(Self.response)
+    }
+
+    /// `GET /preview.jpg`: the newest frame, answered at once while frames arrive at the camera's
+    /// rate (`NewestFrameRule`), else the next one; with `fresh=true`, the first frame captured
+    /// after the request, so a client fetching in a loop gets each frame once instead of the
+    /// same one again.
     func previewFrame(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrived = clock.monotonicNow()
         let query = try QueryParameters(request, allowed: ["fresh"])
-        let interval = UInt64(1_000_000_000 / max(1, capture.status.mode.fps))
         let frame: EncodedFrame
         if try query.boolean("fresh") == true {
             frame = try await capture.frame(
                 capturedAtOrAfter: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
         } else {
-            frame = try await capture.recentFrame(
-                maxAgeNanoseconds: interval, now: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
+            frame = try await capture.newestFrame(now: arrived, timeoutMilliseconds: snapTimeoutMilliseconds)
         }
-        return HTTPResponse(
+        return Self.response(frame)
+    }
+
+    private static func response(_ frame: EncodedFrame) -> HTTPResponse {
+        HTTPResponse(
             status: .ok,
             headers: [
                 "Content-Type": "image/jpeg", "Cache-Control": "no-store",

@@ -148,16 +148,18 @@ final class CaptureLoop: @unchecked Sendable {
             runCommands()
             do {
                 let frame = try source.nextFrame()
+                let received = clock.monotonicNow()
                 shared.counters.captured.add(1, ordering: .relaxed)
                 if let dropCounting {
                     shared.counters.corrupt.store(dropCounting.corruptFrames, ordering: .relaxed)
                     shared.counters.warmupDropped.store(dropCounting.warmupFramesDropped, ordering: .relaxed)
                 }
                 if shared.exchange.failure != nil { shared.exchange.clearFailure() }
-                guard shared.exchange.wantsFrame() else { continue }
+                let wanted = shared.exchange.wantsFrame()
+                guard wanted || keepsUnwantedFrame(frame) else { continue }
                 let start = clock.monotonicNow()
                 if let overlay {
-                    try publishWithOverlay(consume frame, overlay: overlay, start: start)
+                    try publishWithOverlay(consume frame, overlay: overlay, start: start, received: received)
                     continue
                 }
                 let jpeg: [UInt8]
@@ -179,16 +181,21 @@ final class CaptureLoop: @unchecked Sendable {
                         jpeg = try encoder.encode(image)
                     }
                 }
-                shared.counters.encoded.add(1, ordering: .relaxed)
+                // A frame only kept (nobody waited) was not handed to anyone.
+                if wanted { shared.counters.encoded.add(1, ordering: .relaxed) }
                 let encodeNanoseconds = clock.monotonicNow().nanoseconds(since: start)
                 if case .yuv = frame.image {
                     shared.counters.encodeTime.observe(nanoseconds: encodeNanoseconds)
                 }
-                shared.exchange.publish(
-                    EncodedFrame(
-                        sequence: frame.sequence, capturedAt: frame.capturedAt,
-                        wallMilliseconds: frame.wallMilliseconds, width: width, height: height, jpeg: jpeg,
-                        encodeNanoseconds: encodeNanoseconds))
+                let encoded = EncodedFrame(
+                    sequence: frame.sequence, capturedAt: frame.capturedAt,
+                    wallMilliseconds: frame.wallMilliseconds, width: width, height: height, jpeg: jpeg,
+                    encodeNanoseconds: encodeNanoseconds, receivedAt: received)
+                if wanted {
+                    shared.exchange.publish(encoded)
+                } else {
+                    shared.exchange.keep(encoded)
+                }
             } catch {
                 failed(error)
                 return .failed
@@ -206,7 +213,8 @@ final class CaptureLoop: @unchecked Sendable {
     /// in place when nobody else holds them (a turned or decoded frame, or a buffer the source
     /// lends), and otherwise in the encoder's own copy.
     private func publishWithOverlay(
-        _ frame: consuming RawFrame, overlay: CaptureOverlay, start: MonotonicInstant
+        _ frame: consuming RawFrame, overlay: CaptureOverlay, start: MonotonicInstant,
+        received: MonotonicInstant
     )
         throws
     {
@@ -304,7 +312,18 @@ final class CaptureLoop: @unchecked Sendable {
             EncodedFrame(
                 sequence: sequence, capturedAt: capturedAt, wallMilliseconds: wallMilliseconds,
                 width: width, height: height, jpeg: jpeg ?? [],
-                encodeNanoseconds: encodeNanoseconds, pictureSource: pictureSource))
+                encodeNanoseconds: encodeNanoseconds, pictureSource: pictureSource, receivedAt: received))
+    }
+
+    /// Whether a frame nobody waits for is kept all the same (`FrameExchange.keep`): a camera
+    /// JPEG passed through untouched, which costs only its reference to keep, so that
+    /// `GET /preview.jpg` between waits is answered at once from the newest frame instead of
+    /// waiting for the next one.
+    /// Frames that need work (an encode, a turn, the overlay's text) are still skipped: an idle
+    /// daemon spends no CPU on JPEG.
+    private func keepsUnwantedFrame(_ frame: borrowing RawFrame) -> Bool {
+        guard overlay == nil, jpegTransformer == nil, case .jpeg = frame.image else { return false }
+        return true
     }
 
     /// Logs, once until the reason changes, why a frame went out without the preview's text.

@@ -111,6 +111,35 @@ public actor CaptureService {
             capturedAtOrAfter: now, timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// How `newestFrame` decides between the frame in hand and the next one, at the camera's rate.
+    public nonisolated var newestFrameRule: NewestFrameRule {
+        NewestFrameRule(framesPerSecond: shared.mode.fps)
+    }
+
+    /// The frame that answers "the newest frame" asked for at `now` without waiting: the "no
+    /// signal" frame while the camera is gone, else the newest frame if `newestFrameRule`
+    /// says it answers at once; nil when the request must wait (`newestFrame`).
+    ///
+    /// Never blocks: it takes one lock, so the event loop can call it.
+    public nonisolated func newestFrameInHand(now: MonotonicInstant) -> EncodedFrame? {
+        if shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame { return noSignal }
+        guard let newest = shared.exchange.newest, newestFrameRule.answersAtOnce(newest, now: now) else {
+            return nil
+        }
+        return newest
+    }
+
+    /// "The newest frame" asked for at `now`: `newestFrameInHand` if there is one, else the next
+    /// frame captured within the last interval, waited for up to `timeoutMilliseconds`.
+    public nonisolated func newestFrame(now: MonotonicInstant, timeoutMilliseconds: Int) async throws
+        -> EncodedFrame
+    {
+        if let inHand = newestFrameInHand(now: now) { return inHand }
+        return try await shared.exchange.frame(
+            capturedAtOrAfter: newestFrameRule.waitedFrameCapturedAtOrAfter(now: now),
+            timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     /// Runs `body` with the camera on the capture thread, between two frames.
     ///
     /// This is how controls are read and set without a second owner of the device.

@@ -7,6 +7,10 @@ public final class EncodedFrame: Sendable {
     public let sequence: UInt64
     /// When the camera captured it, on the monotonic clock.
     public let capturedAt: MonotonicInstant
+    /// When the daemon received it from the camera, on the monotonic clock: later than
+    /// `capturedAt` by the camera's own latency (a UVC camera stamps the start of exposure, and
+    /// the frame arrives after its transfer), which this keeps out of "how old is the newest frame".
+    public let receivedAt: MonotonicInstant
     /// When the camera captured it, in UTC milliseconds since 1970.
     public let wallMilliseconds: Int64
     public let width: Int
@@ -21,8 +25,10 @@ public final class EncodedFrame: Sendable {
 
     public init(
         sequence: UInt64, capturedAt: MonotonicInstant, wallMilliseconds: Int64, width: Int, height: Int,
-        jpeg: [UInt8], encodeNanoseconds: UInt64 = 0, pictureSource: RawImage? = nil
+        jpeg: [UInt8], encodeNanoseconds: UInt64 = 0, pictureSource: RawImage? = nil,
+        receivedAt: MonotonicInstant? = nil
     ) {
+        self.receivedAt = receivedAt ?? capturedAt
         self.pictureSource = pictureSource
         self.encodeNanoseconds = encodeNanoseconds
         self.sequence = sequence

@@ -3,7 +3,8 @@ import ShutterSystem
 /// Hands encoded frames from the capture thread to the requests waiting for them.
 ///
 /// The capture thread asks `wantsFrame()` before encoding, so frames nobody waits
-/// for are never encoded: an idle daemon spends no CPU on JPEG.
+/// for are never encoded: an idle daemon spends no CPU on JPEG. A camera JPEG that needs no
+/// work is kept all the same (`keep`), as the newest frame for a still asked for between waits.
 ///
 /// Live viewers do not wait frame by frame: while `liveDemand` is set, every frame (and every
 /// "no signal" frame) also goes to the observer, on the capture thread.
@@ -18,6 +19,8 @@ final class FrameExchange: Sendable {
 
     private struct State {
         var latest: EncodedFrame?
+        /// The newest frame published or kept: `latest`, or a newer one nobody waited for.
+        var newest: EncodedFrame?
         var noSignal: EncodedFrame?
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiterID: UInt64 = 1
@@ -62,6 +65,7 @@ final class FrameExchange: Sendable {
     func publish(_ frame: EncodedFrame) {
         let (ready, observer) = state.withLock { state -> ([Waiter], Observer?) in
             state.latest = frame
+            state.newest = frame
             state.failure = nil
             var ready: [Waiter] = []
             for (id, waiter) in state.waiters where waiter.notBefore <= frame.capturedAt {
@@ -72,6 +76,13 @@ final class FrameExchange: Sendable {
         }
         for waiter in ready { waiter.continuation.resume(returning: frame) }
         observer?(frame)
+    }
+
+    /// Keeps a frame nobody waited for as the newest, for `GET /preview.jpg` to answer with at
+    /// once; it satisfies no waiter and is not `latest`, so what a snap or `fresh=true` gets is
+    /// unchanged: only frames published while they waited.
+    func keep(_ frame: EncodedFrame) {
+        state.withLock { $0.newest = frame }
     }
 
     /// Keeps the frame shown instead of the camera while it is gone.
@@ -107,6 +118,9 @@ final class FrameExchange: Sendable {
 
     /// The newest encoded frame, if any was encoded.
     var latest: EncodedFrame? { state.withLock { $0.latest } }
+
+    /// The newest frame published or kept, if any.
+    var newest: EncodedFrame? { state.withLock { $0.newest } }
 
     /// Waits for the first frame captured at or after `notBefore`; throws
     /// `CaptureError.timedOut` after `timeoutMilliseconds` on the clock.

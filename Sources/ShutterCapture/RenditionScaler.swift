@@ -78,6 +78,6 @@ final class RenditionScaler: Sendable {
         let jpeg = try encoder.encodeRGB(decoded.pixels, width: decoded.width, height: decoded.height)
         return EncodedFrame(
             sequence: frame.sequence, capturedAt: frame.capturedAt, wallMilliseconds: frame.wallMilliseconds,
-            width: decoded.width, height: decoded.height, jpeg: jpeg)
+            width: decoded.width, height: decoded.height, jpeg: jpeg, receivedAt: frame.receivedAt)
     }
 }

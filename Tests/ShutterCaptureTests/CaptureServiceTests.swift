@@ -67,6 +67,53 @@ import Testing
         await capture.stop()
     }
 
+    @Test func cameraJPEGsNobodyWaitsForAreKeptAsTheNewestFrame() async throws {
+        let (capture, source, clock) = try makeCapture()
+        #expect(capture.newestFrameInHand(now: clock.monotonicNow()) == nil, "no frame yet")
+        try await capture.start()
+        await deliver(3, source, clock)
+        let received = clock.monotonicNow()
+        let inHand = try #require(capture.newestFrameInHand(now: received))
+        #expect(inHand.sequence == 3)
+        #expect(inHand.receivedAt == received)
+        #expect(capture.status.framesEncoded == 0, "kept, not handed to anyone")
+        await capture.stop()
+        // With no frame coming any more, it answers for an interval and a half after it arrived
+        // (stopping may hand over one more frame, received at the same instant).
+        let rule = capture.newestFrameRule
+        #expect(capture.newestFrameInHand(now: received.advanced(by: rule.maximumAgeNanoseconds)) != nil)
+        #expect(capture.newestFrameInHand(now: received.advanced(by: rule.maximumAgeNanoseconds + 1)) == nil)
+    }
+
+    @Test func framesThatNeedWorkAreNotKeptForNobody() async throws {
+        // Turned, every camera JPEG would cost a transform: none is made until someone waits.
+        let clock = ManualClock()
+        let source = FakeCameraSource(
+            mode: CameraMode(width: 64, height: 48, fps: 100), whenExhausted: .paced, clock: clock)
+        let capture = try CaptureService(
+            source: source, quality: 80, orientation: Orientation(rotation: 90, flip: .none)!, clock: clock,
+            logger: quiet)
+        try await capture.start()
+        await deliver(3, source, clock)
+        #expect(capture.newestFrameInHand(now: clock.monotonicNow()) == nil)
+        await capture.stop()
+    }
+
+    @Test func theNewestFrameIsWaitedForWhenNoneIsInHand() async throws {
+        let (capture, source, clock) = try makeCapture()
+        try await capture.start()
+        let asked = clock.monotonicNow()
+        let waiter = Task { try await capture.newestFrame(now: asked, timeoutMilliseconds: 2000) }
+        // The camera's wait and the waiter's timeout.
+        await clock.sleepers(atLeast: 2)
+        clock.advance(by: source.frameInterval)
+        #expect(try await waiter.value.sequence == 1)
+        // Now in hand: the next request is answered from it, with no wait.
+        #expect(
+            try await capture.newestFrame(now: clock.monotonicNow(), timeoutMilliseconds: 0).sequence == 1)
+        await capture.stop()
+    }
+
     @Test func aWaiterTimesOutOnTheClock() async throws {
         // A camera that delivers no frame: the first one is a minute away.
         let (capture, _, clock) = try makeCapture(fps: 1)
