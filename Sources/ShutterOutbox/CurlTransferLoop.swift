@@ -45,7 +45,8 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     private static let globalInit: Result<Void, TransferError> = {
         var reason = [CChar](repeating: 0, count: 256)
         guard shutter_curl_load(&reason, reason.count) == 1 else {
-            let failure = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let failure = String(
+                decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             return .failure(
                 TransferError(
                     code: Int32(CURLE_FAILED_INIT.rawValue),
