@@ -23,7 +23,7 @@ servers' CPU: the same for both. Its thread is named emucam-frames, and the JSON
 every server's CPU by thread name, that one included.
 
 The installed build: --servers ustreamer,shutterd,shutterd-installed also measures the binary
-scripts/install installs (--static-swift-stdlib, --shutterd-installed PATH, default
+scripts/install installs (--static-swift-stdlib, linked by lld; --shutterd-installed PATH, default
 .build/static/release/shutterd): the Swift runtime linked in rather than loaded as shared
 libraries, which is what decides most of the resident memory (benchmarks/README.md).
 
@@ -35,8 +35,9 @@ Usage: benchmarks/preview_bench.py [--seconds 10] [--warmup 2] [--viewers 1,10,5
        [--stalled 20] [--servers ustreamer,shutterd] [--repeat 1] [--json results.json]
        [--shutterd PATH] [--shutterd-installed PATH]
 Needs: swift build -c release --product shutterd, ustreamer, gcc, libturbojpeg0-dev; for
-shutterd-installed also swift build -c release --static-swift-stdlib --product shutterd
---build-path .build/static (what scripts/install runs).
+shutterd-installed also the build scripts/install runs (swift build -c release
+--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs --product
+shutterd --build-path .build/static).
 """
 
 import argparse
@@ -283,8 +284,7 @@ def main():
     if "shutterd" in servers and not os.path.exists(SHUTTERD):
         raise SystemExit(f"{SHUTTERD} is missing: swift build -c release --product shutterd")
     if "shutterd-installed" in servers and not os.path.exists(SHUTTERD_INSTALLED):
-        raise SystemExit(f"{SHUTTERD_INSTALLED} is missing: swift build -c release --static-swift-stdlib "
-                         "--product shutterd --build-path .build/static")
+        raise SystemExit(f"{SHUTTERD_INSTALLED} is missing: build it as scripts/install does")
 
     load_before = os.getloadavg()
     started = time.time()
