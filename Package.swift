@@ -89,9 +89,9 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"])]),
         // HTTP(S) client for the webhook and S3 sinks: one multi handle on its own thread, AWS
         // Signature V4 built in (CURLOPT_AWS_SIGV4), certificates checked against the system store.
-        .systemLibrary(
-            name: "CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl is loaded with dlopen when a sink first needs it, not linked (include/CCurl.h
+        // says why); its headers come from libcurl4-openssl-dev.
+        .target(name: "CCurl"),
 
         .target(name: "ShutterSystem", dependencies: ["CShutterLinux", "CCrypto"]),
         .target(name: "ShutterHTTP", dependencies: ["ShutterSystem", "CShutterLinux", "COpenSSL"]),

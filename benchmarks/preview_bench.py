@@ -22,14 +22,22 @@ frames delivered to all viewers in the window. The emulated camera runs inside e
 servers' CPU: the same for both. Its thread is named emucam-frames, and the JSON (--json) has
 every server's CPU by thread name, that one included.
 
+The installed build: --servers ustreamer,shutterd,shutterd-installed also measures the binary
+scripts/install installs (--static-swift-stdlib, linked by lld; --shutterd-installed PATH, default
+.build/static/release/shutterd): the Swift runtime linked in rather than loaded as shared
+libraries, which is what decides most of the resident memory (benchmarks/README.md).
+
 HTTPS: --servers shutterd,shutterd-https measures shutterd over HTTP against itself over HTTPS
 (a self-signed certificate made here; the client's TLS handshakes happen before the window), and
 the ratio column is then HTTPS/HTTP.
 
 Usage: benchmarks/preview_bench.py [--seconds 10] [--warmup 2] [--viewers 1,10,50,100]
        [--stalled 20] [--servers ustreamer,shutterd] [--repeat 1] [--json results.json]
-       [--shutterd PATH]
-Needs: swift build -c release --product shutterd, ustreamer, gcc, libturbojpeg0-dev.
+       [--shutterd PATH] [--shutterd-installed PATH]
+Needs: swift build -c release --product shutterd, ustreamer, gcc, libturbojpeg0-dev; for
+shutterd-installed also the build scripts/install runs (swift build -c release
+--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs --product
+shutterd --build-path .build/static).
 """
 
 import argparse
@@ -51,6 +59,8 @@ sys.path.insert(0, os.path.join(ROOT, "Tests", "e2e"))
 from emucam import emucam_env  # noqa: E402
 
 SHUTTERD = os.path.join(ROOT, ".build/release/shutterd")
+# The binary scripts/install installs: the Swift runtime linked statically.
+SHUTTERD_INSTALLED = os.path.join(ROOT, ".build/static/release/shutterd")
 CLIENT_SOURCE = os.path.join(ROOT, "benchmarks", "mjpeg_viewers.c")
 CLIENT = os.path.join(ROOT, ".build", "bench", "mjpeg_viewers")
 # Extra options for shutterd (--shutterd-args), such as an overlay to measure.
@@ -114,7 +124,8 @@ class Server:
             self.path = "/stream"
         else:
             self.data = tempfile.mkdtemp(prefix="shutter-bench-preview-")
-            args = [SHUTTERD, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data,
+            binary = SHUTTERD_INSTALLED if name == "shutterd-installed" else SHUTTERD
+            args = [binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data,
                     "--camera", "/dev/video0", "--size", SIZE, "--fps", str(FPS),
                     "--camera-formats", "mjpeg", "--access-log", "false", *SHUTTERD_ARGS]
             if name == "shutterd-https":
@@ -222,7 +233,8 @@ def table(rows, servers):
         label = str(viewers) if not stalled else f"{viewers} + {stalled} stalled"
         for name in servers:
             # shutterd is compared with ustreamer; shutterd over HTTPS with shutterd over HTTP.
-            theirs = by_key.get(({"shutterd": "ustreamer", "shutterd-https": "shutterd"}.get(name), viewers, stalled))
+            peer = {"shutterd": "ustreamer", "shutterd-installed": "ustreamer", "shutterd-https": "shutterd"}
+            theirs = by_key.get((peer.get(name), viewers, stalled))
             r = by_key.get((name, viewers, stalled))
             if r is None:
                 continue
@@ -248,7 +260,7 @@ def table(rows, servers):
 
 
 def main():
-    global SHUTTERD
+    global SHUTTERD, SHUTTERD_INSTALLED
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
@@ -259,6 +271,8 @@ def main():
                         help="runs of each pair, alternating which server goes first; CPU pooled, ranges shown")
     parser.add_argument("--json", help="also write every result here")
     parser.add_argument("--shutterd", default=SHUTTERD, help="the daemon to measure (default: %(default)s)")
+    parser.add_argument("--shutterd-installed", default=SHUTTERD_INSTALLED,
+                        help="the --static-swift-stdlib build, server shutterd-installed (default: %(default)s)")
     parser.add_argument("--shutterd-args", default="",
                         help="more options for shutterd, e.g. \"--overlay-text '%%H:%%M:%%S' --overlay-on preview\"")
     args = parser.parse_args()
@@ -266,8 +280,11 @@ def main():
     servers = args.servers.split(",")
     build_client()
     SHUTTERD = args.shutterd
+    SHUTTERD_INSTALLED = args.shutterd_installed
     if "shutterd" in servers and not os.path.exists(SHUTTERD):
         raise SystemExit(f"{SHUTTERD} is missing: swift build -c release --product shutterd")
+    if "shutterd-installed" in servers and not os.path.exists(SHUTTERD_INSTALLED):
+        raise SystemExit(f"{SHUTTERD_INSTALLED} is missing: build it as scripts/install does")
 
     load_before = os.getloadavg()
     started = time.time()

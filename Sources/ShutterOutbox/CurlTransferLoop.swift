@@ -40,13 +40,29 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     public let maxTransfers: Int
     private let thread = LockedValue<OSThread?>(nil)
 
-    private static let globalInit: Bool = {
+    /// libcurl loaded (the first loop of the process loads it: see CCurl.h) and initialised,
+    /// or why not.
+    private static let globalInit: Result<Void, TransferError> = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard shutter_curl_load(&reason, reason.count) == 1 else {
+            let failure = String(
+                decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(
+                TransferError(
+                    code: Int32(CURLE_FAILED_INIT.rawValue),
+                    message: "libcurl could not be loaded (\(failure)); install libcurl4"))
+        }
         // Once per process, before any other libcurl call (curl_global_init(3)).
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+        guard shutter_curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else {
+            return .failure(
+                TransferError(code: Int32(CURLE_FAILED_INIT.rawValue), message: "curl_global_init failed"))
+        }
+        return .success(())
     }()
 
     public init(userAgent: String, maxTransfers: Int = 256) throws {
-        guard Self.globalInit, let multi = curl_multi_init() else {
+        try Self.globalInit.get()
+        guard let multi = shutter_curl_multi_init() else {
             throw TransferError(code: Int32(CURLE_FAILED_INIT.rawValue), message: "curl_multi_init failed")
         }
         self.multi = multi
@@ -57,7 +73,7 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     }
 
     deinit {
-        curl_multi_cleanup(multi)
+        shutter_curl_multi_cleanup(multi)
     }
 
     /// Transfers accepted and not yet finished.
@@ -66,7 +82,7 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     /// Fails what is in flight and ends the thread; call once, when no sink sends any more.
     public func stop() async {
         inbox.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi)
+        shutter_curl_multi_wakeup(multi)
         let running = thread.withLock { thread in
             defer { thread = nil }
             return thread
@@ -97,11 +113,11 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
                 // Cancelled before it was queued: the handler's mark may already have been read
                 // and dropped by the loop, so mark it again now that the loop will find it.
                 if Task.isCancelled { inbox.withLock { _ = $0.cancelled.insert(id) } }
-                curl_multi_wakeup(multi)
+                shutter_curl_multi_wakeup(multi)
             }
         } onCancel: {
             inbox.withLock { _ = $0.cancelled.insert(id) }
-            curl_multi_wakeup(multi)
+            shutter_curl_multi_wakeup(multi)
         }
     }
 
@@ -121,7 +137,7 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
             if stopping {
                 continuation.resume(throwing: TransferError.stopped)
             } else {
-                curl_multi_wakeup(multi)
+                shutter_curl_multi_wakeup(multi)
             }
         }
     }
@@ -149,11 +165,11 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
                 return
             }
             var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            shutter_curl_multi_perform(multi, &running)
             collectFinished()
             // Sleeps until a socket is ready, a timeout of libcurl's is due, or `curl_multi_wakeup`.
             var ready: Int32 = 0
-            curl_multi_poll(multi, nil, 0, 1000, &ready)
+            shutter_curl_multi_poll(multi, nil, 0, 1000, &ready)
         }
     }
 
@@ -162,9 +178,9 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
             let transfer = try CurlTransfer(
                 id: pending.id, request: pending.request, userAgent: userAgent,
                 continuation: pending.continuation)
-            let added = curl_multi_add_handle(multi, transfer.handle)
+            let added = shutter_curl_multi_add_handle(multi, transfer.handle)
             guard added == CURLM_OK else {
-                let message = String(cString: curl_multi_strerror(added))
+                let message = String(cString: shutter_curl_multi_strerror(added))
                 releaseSlot()
                 transfer.fail(TransferError(code: 0, message: "curl_multi_add_handle: \(message)"))
                 return
@@ -178,7 +194,7 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
 
     private func collectFinished() {
         var remaining: Int32 = 0
-        while let message = curl_multi_info_read(multi, &remaining) {
+        while let message = shutter_curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                 let transfer = active[UInt(bitPattern: handle)]
             else { continue }
@@ -195,7 +211,7 @@ public final class CurlTransferLoop: HTTPTransport, @unchecked Sendable {
     }
 
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPTransferResponse, any Error>) {
-        curl_multi_remove_handle(multi, transfer.handle)
+        shutter_curl_multi_remove_handle(multi, transfer.handle)
         active[UInt(bitPattern: transfer.handle)] = nil
         // The slot is free before the sender hears: one that sends again at once (a retry) must
         // not be refused for the slot its own transfer still held.
@@ -246,7 +262,7 @@ private final class CurlTransfer {
         id: UInt64, request: HTTPTransferRequest, userAgent: String,
         continuation: CheckedContinuation<HTTPTransferResponse, any Error>
     ) throws {
-        guard let handle = curl_easy_init() else {
+        guard let handle = shutter_curl_easy_init() else {
             throw TransferError(code: Int32(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed")
         }
         self.id = id
@@ -263,8 +279,8 @@ private final class CurlTransfer {
     }
 
     deinit {
-        curl_easy_cleanup(handle)
-        curl_slist_free_all(headers)
+        shutter_curl_easy_cleanup(handle)
+        shutter_curl_slist_free_all(headers)
         body.deallocate()
         errorBuffer.deallocate()
     }
@@ -274,7 +290,7 @@ private final class CurlTransfer {
             guard code == CURLE_OK else {
                 throw TransferError(
                     code: Int32(code.rawValue),
-                    message: "\(option): \(String(cString: curl_easy_strerror(code)))")
+                    message: "\(option): \(String(cString: shutter_curl_easy_strerror(code)))")
             }
         }
         try check(shutter_curl_setopt_string(handle, CURLOPT_URL, request.url), "CURLOPT_URL")
@@ -311,7 +327,7 @@ private final class CurlTransfer {
         // signs every header given here) without sending it, and the store would refuse the
         // signature. libcurl asks for 100-continue only for bodies over 1 MB.
         for line in request.headers {
-            guard let appended = curl_slist_append(headers, line) else {
+            guard let appended = shutter_curl_slist_append(headers, line) else {
                 throw TransferError(code: Int32(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_slist_append")
             }
             headers = appended
@@ -349,7 +365,7 @@ private final class CurlTransfer {
 
     func error(for code: CURLcode) -> TransferError {
         let detail = String(cString: errorBuffer)
-        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let message = detail.isEmpty ? String(cString: shutter_curl_easy_strerror(code)) : detail
         return TransferError(code: Int32(code.rawValue), message: message)
     }
 

@@ -1,4 +1,5 @@
 import CCrypto
+import CShutterLinux
 
 #if canImport(Glibc)
     import Glibc
@@ -35,11 +36,23 @@ public enum Secrets {
         }
     }
 
-    /// `count` bytes from OpenSSL's CSPRNG (`RAND_bytes`).
+    /// `count` bytes from the kernel's CSPRNG (getrandom(2), which blocks only until the pool
+    /// is first initialised at boot). Not OpenSSL's `RAND_bytes`: its DRBG is seeded from the
+    /// same source, and its first use loads the default provider (2 MiB resident for good).
     public static func randomBytes(count: Int) throws(SystemError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
-        guard RAND_bytes(&bytes, Int32(count)) == 1 else {
-            throw SystemError(errno: EIO, call: "RAND_bytes")
+        var filled = 0
+        while filled < count {
+            // Up to 256 bytes come whole; more may come short if a signal arrives (random(7)).
+            let read = bytes.withUnsafeMutableBytes { buffer in
+                getrandom(buffer.baseAddress! + filled, count - filled, 0)
+            }
+            if read < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw SystemError(errno: code, call: "getrandom")
+            }
+            filled += read
         }
         return bytes
     }

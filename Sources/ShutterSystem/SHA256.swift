@@ -4,8 +4,13 @@ import CCrypto
 public enum SHA256 {
     /// The 32-byte digest of `bytes`.
     public static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        // The low-level calls, not the one-shot SHA256() or EVP: the same assembly, but no
+        // provider to load (2 MiB resident for good, the first time; see CCrypto's shim.h).
+        var context = SHA256_CTX()
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        _ = CCrypto.SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
+        _ = SHA256_Init(&context)
+        _ = SHA256_Update(&context, bytes.baseAddress, bytes.count)
+        _ = SHA256_Final(&digest, &context)
         return digest
     }
 

@@ -177,3 +177,26 @@ def test_a_certificate_the_system_does_not_trust_is_refused(make_daemon, tmp_pat
     [status] = sink_status(d)
     assert status["delivered"] == 0 and status["connected"] is False
     assert receiver.all_posts() == []
+
+
+def mapped_libraries(d):
+    """Base names of the shared objects the daemon has mapped (/proc/PID/maps)."""
+    with open(f"/proc/{d.process.pid}/maps") as maps:
+        return {line.split()[-1].rsplit("/", 1)[-1] for line in maps if " /" in line}
+
+
+def test_libcurl_is_loaded_only_once_a_webhook_or_s3_sink_needs_it(make_daemon, tmp_path, receiver_factory):
+    # Linked, libcurl would bring 24 libraries (GnuTLS, Kerberos, LDAP...) into every daemon:
+    # 3.9 MiB resident for nothing when no HTTP sink is configured (benchmarks/README.md).
+    plain = make_daemon(["--size", "320x240"], data_dir=tmp_path / "plain")
+    plain.snap()
+    loaded = mapped_libraries(plain)
+    assert "libc.so.6" in loaded  # the reading works
+    assert not [name for name in loaded if name.startswith(("libcurl", "libgnutls", "libkrb5"))], loaded
+
+    receiver = receiver_factory()
+    d = make_daemon(["--size", "320x240", "--webhook-url", receiver.url])
+    d.wait_for_log("sink starts with the events from now on")
+    assert [name for name in mapped_libraries(d) if name.startswith("libcurl.so.4")]
+    d.snap()
+    assert json.loads(receiver.wait_for(1)[0].body)["type"] == "picture.created"

@@ -15,6 +15,9 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
+// getrandom(2): the kernel's CSPRNG for secrets (Secrets.randomBytes), without libcrypto's
+// DRBG and the provider tables it loads.
+#include <sys/random.h>
 
 /// accept4 is hidden behind _GNU_SOURCE in glibc's headers.
 int cshutter_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
