@@ -28,6 +28,14 @@ public actor JobService {
     }
     // Jobs with a shot in flight; the runner does not advance them.
     private var shooting: Set<Int64> = []
+    // The task of each shot in flight, so `stop` can wait for them: a shot that went on after
+    // `stop` returned ran while the daemon exited (see `stop`). Keyed by a number of its own,
+    // not the job: a job's next shot may start while the previous one still stores the job.
+    private var shots: [UInt64: Task<Void, Never>] = [:]
+    private var shotsStarted: UInt64 = 0
+    // Set by `stop`: no shot starts after it, and a shot that fails while it waits is not
+    // counted (the resume at the next start accounts for its slot).
+    private var isStopping = false
     // The capture instant of each burst's previous frame, so the next shot waits for a newer frame.
     private var lastCaptured: [Int64: MonotonicInstant] = [:]
     // Requests waiting for a job to end (`POST /snap` with `wait=true`).
@@ -86,18 +94,31 @@ public actor JobService {
 
     /// Stops the runner; jobs stay unfinished in the catalog and resume at the next start.
     ///
+    /// Returns only once the runner has ended and every shot in flight has ended (with its frame,
+    /// or the frame timeout; the camera is stopped after the jobs) and stored what it took: the
+    /// daemon exits right after the services stop, and `exit` runs OpenSSL's clean-up, which
+    /// frees what `SHA256` needs, while a shot still hashing its picture on the catalog's thread
+    /// would read it (a SEGV at shutdown, docs/sanitizers.md). A job cancelled under its shot
+    /// has its end stored by the shot, so it no longer resumes at the next start.
+    ///
     /// A job's end not stored yet is tried once more: left unstored, the job would resume at the
     /// next start as if it had never ended.
     public func stop() async {
+        isStopping = true
         runner?.cancel()
         sleeper?.cancel()
+        doorbell?.resume()
+        doorbell = nil
+        // The runner may be storing a job's state; cancelled, it starts no shot and ends at its
+        // next check.
+        await runner?.value
+        // No shot starts any more, so the set only shrinks; each removes itself as it ends.
+        while let shot = shots.values.first { await shot.value }
         saver?.cancel()
         saver = nil
         for (id, end) in unsavedEnds.sorted(by: { $0.key < $1.key }) where await store(id: id, end) {
             unsavedEnds[id] = nil
         }
-        doorbell?.resume()
-        doorbell = nil
         runner = nil
         for waiters in finishWaiters.values {
             for waiter in waiters { waiter.resume() }
@@ -214,6 +235,9 @@ public actor JobService {
                 await carryOut(actions, id: id, due: due ?? now, now: now)
             }
             if acted || replanRequested { continue }
+            // `stop` may have come while this pass was storing a job: it waits for the runner
+            // to end, so the runner must not go to sleep now.
+            if Task.isCancelled { break }
             if let earliest {
                 let clock = self.clock
                 let sleep = Task<Void, Never> { try? await clock.sleep(until: earliest) }
@@ -240,6 +264,9 @@ public actor JobService {
                 logger.warning("shots missed", ["job_id": String(id), "count": String(count)])
                 await persist(id)
             case .takeShot(let index):
+                // Stopping: the slot is left to the resume at the next start, as if the daemon
+                // had stopped just before it.
+                if isStopping { continue }
                 shooting.insert(id)
                 let notBefore: MonotonicInstant
                 if schedules[id]?.pacing == .everyFrame {
@@ -249,7 +276,13 @@ public actor JobService {
                     // After missed slots the shot is for the latest slot, due later than `due`.
                     notBefore = missedShots ? now : due
                 }
-                Task { await self.shoot(id: id, index: index, notBefore: notBefore) }
+                shotsStarted += 1
+                let shot = shotsStarted
+                // Stored before the task first runs on this actor, so `shotEnded` finds it.
+                shots[shot] = Task {
+                    await self.shoot(id: id, index: index, notBefore: notBefore)
+                    self.shotEnded(shot)
+                }
             case .finished(let state):
                 logger.info("job finished", ["job_id": String(id), "state": state.rawValue])
                 await finish(id)
@@ -271,15 +304,16 @@ public actor JobService {
                 source: camera.cameraName, jobID: id, label: label)
             lastCaptured[id] = frame.capturedAt
             schedules[id]?.shotSucceeded(index: index)
-        } catch {
-            // Capture stops before shutdown ends; the resume at the next start accounts for this slot.
-            if runner == nil { return }
+        } catch let error where !isStopping {
             // A full disk (507 for a snap) or a missing camera (503) costs this shot only; the job goes on.
             let failure = Self.shotFailure(error)
             logger.warning(
                 "shot failed",
                 metadata.merging(["error": String(describing: error), "kind": failure.kind.rawValue]) { $1 })
             schedules[id]?.shotFailed(index: index, failure: failure)
+        } catch {
+            // Stopping: not counted, the resume at the next start accounts for this slot. The job
+            // is still stored below, so one cancelled under this shot ends as cancelled.
         }
         shooting.remove(id)
         if schedules[id]?.state.isFinal == true {
@@ -288,6 +322,10 @@ public actor JobService {
             await persist(id)
         }
         replan()
+    }
+
+    private func shotEnded(_ shot: UInt64) {
+        shots[shot] = nil
     }
 
     /// Persists a final job and forgets its schedule, waking anyone waiting for it.

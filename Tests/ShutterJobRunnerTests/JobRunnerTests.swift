@@ -21,8 +21,8 @@ import Testing
         let catalog: MediaCatalog
         let service: JobService
 
-        init(_ directory: String, minimumFreeBytes: Int64 = 0) throws {
-            camera = FakeJobCamera(clock: clock)
+        init(_ directory: String, minimumFreeBytes: Int64 = 0, frameGate: HandlerGate? = nil) throws {
+            camera = FakeJobCamera(clock: clock, frameGate: frameGate)
             catalog = try MediaCatalog(
                 dataDirectory: directory, logger: JobRunnerTests.quiet, minimumFreeBytes: minimumFreeBytes,
                 clock: clock)
@@ -162,6 +162,47 @@ import Testing
                 try await fixture.catalog.job(id: id)?.finishedAt == fixture.clock.wallMillisecondsNow()
                     - 5000)
             await fixture.service.stop()
+        }
+    }
+
+    /// The daemon exits as soon as its services have stopped, and `exit` tears down OpenSSL: a
+    /// shot still storing its picture then hashed it with what had been freed (a SEGV at
+    /// shutdown, docs/sanitizers.md). `stop` now returns only once the shot in flight has
+    /// ended, and a job cancelled under it has its end stored, so it does not resume at the
+    /// next start.
+    @Test func stopWaitsForTheShotInFlightAndStoresTheEndOfAJobCancelledUnderIt() async throws {
+        try await withTemporaryDirectory { directory in
+            let gate = HandlerGate()
+            let fixture = try Fixture(directory, frameGate: gate)
+            let id = try await fixture.start(#"{"kind": "burst", "count": 2}"#)
+            // Shot 0 waits for its frame; the cancelled job's end waits for the shot.
+            await gate.arrivals(atLeast: 1)
+            let cancelled = try #require(try await fixture.service.cancel(id: id))
+            #expect(cancelled.record.state == "cancelled")
+            #expect(try await fixture.catalog.job(id: id)?.finishedAt == nil)
+            let stopping = Task { await fixture.service.stop() }
+            gate.open()
+            await stopping.value
+            let stored = try #require(try await fixture.catalog.job(id: id))
+            #expect(stored.state == "cancelled" && stored.taken == 1)
+            #expect(stored.finishedAt == fixture.clock.wallMillisecondsNow())
+            #expect(try await fixture.pictures(id).count == 1)
+            #expect(try await fixture.catalog.unfinishedJobs().isEmpty, "nothing resumes at the next start")
+            #expect(gate.arrivals == 1, "no shot after the cancel")
+        }
+    }
+
+    /// Once `stop` has returned, nothing of the service runs: a job falling due later takes no shot.
+    @Test func noShotIsTakenAfterStop() async throws {
+        try await withTemporaryDirectory { directory in
+            let fixture = try Fixture(directory)
+            let id = try await fixture.start(#"{"kind": "interval", "every": 1, "count": 5}"#)
+            await fixture.clock.sleepers(atLeast: 1)
+            await fixture.service.stop()
+            #expect(fixture.clock.sleeperCount == 0, "the runner sleeps no more")
+            fixture.clock.advance(by: 3 * Self.second)
+            #expect(fixture.camera.framesServed == 1)
+            #expect(try await fixture.catalog.job(id: id)?.state == "running")
         }
     }
 

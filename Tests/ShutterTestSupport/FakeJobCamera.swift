@@ -4,7 +4,8 @@ import ShutterJobRunner
 import ShutterSystem
 
 /// A `JobCamera` that answers at once: each frame is captured at the instant asked for (or now,
-/// if that has passed), until the test makes it fail.
+/// if that has passed), until the test makes it fail. Given a gate, each frame request passes it
+/// first, so a test can hold a shot in flight.
 public final class FakeJobCamera: JobCamera {
     private struct State {
         var failure: CaptureError?
@@ -15,12 +16,15 @@ public final class FakeJobCamera: JobCamera {
     // Every member takes this lock; nothing in it blocks.
     private let state = LockedValue(State())
     private let clock: any Clock
+    private let frameGate: HandlerGate?
     public let cameraName: String
 
-    /// A camera named `name` whose frames are stamped on `clock`.
-    public init(clock: any Clock, name: String = "fake") {
+    /// A camera named `name` whose frames are stamped on `clock`; each frame request waits at
+    /// `frameGate`, if given, until the test opens it.
+    public init(clock: any Clock, name: String = "fake", frameGate: HandlerGate? = nil) {
         self.clock = clock
         self.cameraName = name
+        self.frameGate = frameGate
     }
 
     /// Makes every frame request throw `error` until `recover()`.
@@ -46,6 +50,7 @@ public final class FakeJobCamera: JobCamera {
     public func frame(capturedAtOrAfter instant: MonotonicInstant, timeoutMilliseconds: Int) async throws
         -> EncodedFrame
     {
+        await frameGate?.pass()
         let now = clock.monotonicNow()
         let sequence = try state.withLock { state -> UInt64 in
             if let failure = state.failure { throw failure }
