@@ -18,6 +18,11 @@ import Testing
             SignedLinks.redactingSignature("/media/1.jpg?exp=9&sig=SECRET&\u{30E}x=1&sig=AGAIN")
                 == "/media/1.jpg?exp=9&sig=-&\u{30E}x=1&sig=-")
         #expect(SignedLinks.redactingSignature("/media/1.jpg?sig=&sig") == "/media/1.jpg?sig=-&sig")
+        // The query starts at the first "?" byte, whatever follows it (FuzzAccess: a combining
+        // mark after it); a later "?sig" is the name "?sig", as the server reads it.
+        #expect(
+            SignedLinks.redactingSignature("/media/1.jpg?\u{30E}&&?sig=X&sig=SECRET")
+                == "/media/1.jpg?\u{30E}&&?sig=X&sig=-")
         #expect(SignedLinks.redactingSignature("/media/1.jpg") == "/media/1.jpg")
     }
 
