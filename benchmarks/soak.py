@@ -45,6 +45,9 @@ files and the data directory at most max(25 %, 8 MiB) above it (retention bounds
 grows and shrinks between checkpoints).
 
 Prints one Markdown table of the samples and the verdict; exits 1 unless flat with zero errors.
+The first Ctrl-C (or SIGTERM) ends the run early but still runs the end-of-run checks and prints
+the table and verdict of the minutes done, so a day-long run stopped at hour 20 is not lost; a
+second one aborts at once.
 Needs: swift build -c release --product shutterd; Debian's mosquitto and djpeg
 (libjpeg-turbo-progs); paho-mqtt and pytest (the e2e helpers it imports). Data under
 $SHUTTER_BENCH_DATA (default /var/tmp). Tests/e2e/test_soak.py runs `--short`.
@@ -57,6 +60,7 @@ import os
 import re
 import selectors
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -606,6 +610,30 @@ def undecodable(media_dir, ids):
 # MARK: The run
 
 
+class EarlyStop:
+    """The first SIGINT or SIGTERM ends the sampling early (the end-of-run checks still run); the
+    handlers are put back before those checks, so a second one aborts the run at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.previous = {number: signal.signal(number, self.handle) for number in self.SIGNALS}
+
+    def handle(self, number, frame):
+        self.event.set()
+
+    def wait(self, seconds):
+        return self.event.wait(seconds)
+
+    def is_set(self):
+        return self.event.is_set()
+
+    def restore(self):
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
 def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, outbox_max_events=None):
     settings = dict(SHORT if short else FULL)
     if outbox_max_events is not None:
@@ -642,11 +670,15 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
         last_cpu = cpu_seconds(daemon.process.pid)
         samples.append(sample(daemon, started, errors, viewers, last_cpu))
         next_at = started
+        stop_early = EarlyStop()
         while True:
             next_at += settings["sample_every_s"]
             if next_at > started + duration_s + 0.5:
                 break
-            time.sleep(max(0.0, next_at - time.monotonic()))
+            if stop_early.wait(max(0.0, next_at - time.monotonic())):
+                log(f"stopped early after {time.monotonic() - started:.0f} s; the end-of-run checks follow "
+                    f"(interrupt again to abort)")
+                break
             if daemon.process.poll() is not None:
                 errors.add("daemon", f"exited with {daemon.process.returncode}")
                 break
@@ -668,7 +700,9 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
         snapper.stop()
         flapper.finish()
         snapper.join(20)
-        summary = {"minutes": minutes, "short": short, "settle_s": settle_s, "settings": settings}
+        stop_early.restore()
+        summary = {"minutes": minutes, "short": short, "settle_s": settle_s, "settings": settings,
+                   "ran_s": round(time.monotonic() - started), "stopped_early": stop_early.is_set()}
         if alive:
             caught_up, outbox = sink_caught_up(daemon.port, timeout=60)
             summary["outbox"] = outbox
@@ -766,6 +800,9 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
 
 def verdict(summary):
     lines = []
+    if summary.get("stopped_early"):
+        lines.append(f"**stopped early** after {summary['ran_s'] / 60:.1f} of {summary['minutes']:g} minutes "
+                     f"(interrupted); the end-of-run checks ran")
     settle = summary["settle_s"]
     settle_text = f"{settle / 60:g} min" if settle >= 60 else f"{settle:g} s"
     if summary["settled_sample"] is None:
