@@ -241,17 +241,19 @@ public final class HTTPServer: @unchecked Sendable {
         // Under a flood of refused reconnections this runs on every accept, so the common answer,
         // no (the addresses hold as many as each other), is found from the per-address counts
         // alone, without looking at a connection.
-        let candidates = connectionsByPeer.filter { $0.value > newcomerHolds + 1 }
-        guard !candidates.isEmpty else { return false }
-        var chosen: (connection: HTTPConnection, since: MonotonicInstant)?
-        for (host, _) in candidates.sorted(by: { $0.value > $1.value }) {
-            for connection in connections.values where connection.peer?.host == host {
-                guard let since = connection.waitingForRequestSince else { continue }
-                if let best = chosen, best.since <= since { continue }
-                chosen = (connection, since)
+        let mustHoldMoreThan = newcomerHolds + 1
+        guard connectionsByPeer.values.contains(where: { $0 > mustHoldMoreThan }) else { return false }
+        // One pass, no allocation: the waiting connection whose address holds the most, and among
+        // those the one that has waited longest.
+        var chosen: (connection: HTTPConnection, holds: Int, since: MonotonicInstant)?
+        for connection in connections.values {
+            guard let since = connection.waitingForRequestSince, let host = connection.peer?.host,
+                let holds = connectionsByPeer[host], holds > mustHoldMoreThan
+            else { continue }
+            if let best = chosen, best.holds > holds || (best.holds == holds && best.since <= since) {
+                continue
             }
-            // The address holding the most with a connection waiting: its longest-waiting one.
-            if chosen != nil { break }
+            chosen = (connection, holds, since)
         }
         guard let victim = chosen?.connection else { return false }
         closedToMakeRoom += 1

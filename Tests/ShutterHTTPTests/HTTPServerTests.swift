@@ -302,13 +302,22 @@ import Testing
         }
     }
 
+    /// A server holding at most `connections` connections, `perPeer` from one address, and a sink
+    /// for its log from notice up (the limits' episodes are logged there).
+    private static func serverWithLimits(connections: Int, perPeer: Int) throws -> (
+        RunningHTTPServer, RecordingLogSink
+    ) {
+        let sink = RecordingLogSink()
+        let running = try RunningHTTPServer(router: router(), logSink: sink, logLevel: .notice) {
+            $0.maxConnections = connections
+            $0.maxConnectionsPerPeer = perPeer
+        }
+        return (running, sink)
+    }
+
     @Test func oneClientCannotTakeEverySlot() async throws {
         try await onDedicatedThread {
-            let sink = RecordingLogSink()
-            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
-                $0.maxConnections = 10
-                $0.maxConnectionsPerPeer = 2
-            }
+            let (running, sink) = try Self.serverWithLimits(connections: 10, perPeer: 2)
             defer { running.stop() }
             let first = try TestSocket(port: running.port)
             let second = try TestSocket(port: running.port)
@@ -347,11 +356,7 @@ import Testing
 
     @Test func refusalsOverTheConnectionLimitAreLoggedOncePerEpisode() async throws {
         try await onDedicatedThread {
-            let sink = RecordingLogSink()
-            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
-                $0.maxConnections = 2
-                $0.maxConnectionsPerPeer = 2
-            }
+            let (running, sink) = try Self.serverWithLimits(connections: 2, perPeer: 2)
             defer { running.stop() }
             let held = try [TestSocket(port: running.port), TestSocket(port: running.port)]
             for socket in held {
@@ -378,11 +383,7 @@ import Testing
 
     @Test func aFullServerClosesAWaitingConnectionOfTheClientHoldingTheMost() async throws {
         try await onDedicatedThread {
-            let sink = RecordingLogSink()
-            let running = try RunningHTTPServer(router: Self.router(), logSink: sink, logLevel: .notice) {
-                $0.maxConnections = 4
-                $0.maxConnectionsPerPeer = 4
-            }
+            let (running, sink) = try Self.serverWithLimits(connections: 4, perPeer: 4)
             defer { running.stop() }
             // 127.0.0.2 takes every slot and says nothing (silent connections).
             let silent = try (0..<4).map { _ in try TestSocket(port: running.port, source: 0x7F00_0002) }
