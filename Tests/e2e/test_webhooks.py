@@ -4,10 +4,13 @@ backoff until the receiver takes them, in order, signed, and with the JPEG intac
 import hashlib
 import hmac
 import json
+import os
+import re
 import subprocess
 import time
 
 import pytest
+from conftest import BINARY, Daemon
 from webhook_receiver import WebhookReceiver
 
 SECRET = "hook-secret-5e1f"
@@ -200,3 +203,33 @@ def test_libcurl_is_loaded_only_once_a_webhook_or_s3_sink_needs_it(make_daemon, 
     assert [name for name in mapped_libraries(d) if name.startswith("libcurl.so.4")]
     d.snap()
     assert json.loads(receiver.wait_for(1)[0].body)["type"] == "picture.created"
+
+
+def test_a_webhook_without_libcurl_refuses_to_start_and_names_the_package(tmp_path):
+    # libcurl is loaded with dlopen, so a machine without libcurl4 runs every daemon that has
+    # no HTTP sink, and one that has refuses to start saying what to install. The library is
+    # hidden in a private mount namespace: /dev/null bound over it, for this daemon only.
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m (mount namespaces) is not allowed here")
+    library = os.path.realpath("/usr/lib/x86_64-linux-gnu/libcurl.so.4")
+    without_libcurl = tmp_path / "shutterd-without-libcurl"
+    without_libcurl.write_text(
+        "#!/bin/sh\n"
+        f"exec unshare -m sh -c 'mount --bind /dev/null \"$0\" && exec \"$@\"' '{library}' '{BINARY}' \"$@\"\n")
+    without_libcurl.chmod(0o755)
+
+    refused = subprocess.run(
+        [str(without_libcurl), "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "hook"), "--size", "320x240",
+         "--webhook-url", "http://127.0.0.1:9/hook"], capture_output=True, timeout=20)
+    assert refused.returncode == 1, refused.stderr
+    assert re.search(rb"libcurl could not be loaded \(.*libcurl\.so\.4.*\); install libcurl4", refused.stderr), \
+        refused.stderr
+
+    # Without a webhook or S3 sink the same daemon runs and stores pictures.
+    plain = Daemon(tmp_path / "plain", ["--size", "320x240"], binary=str(without_libcurl)).start()
+    try:
+        assert plain.snap()["id"] == 1
+        assert plain.stop() == 0
+    finally:
+        if plain.process.poll() is None:
+            plain.process.kill()
