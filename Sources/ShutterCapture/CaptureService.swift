@@ -96,6 +96,9 @@ public actor CaptureService {
 
     /// The newest frame at most `maxAgeNanoseconds` old, else the next one; while the camera
     /// is gone, the "no signal" frame if `orNoSignal`, else the failure.
+    ///
+    /// A camera JPEG kept while nobody waited counts (`FrameExchange.keep`): it is the frame a
+    /// wait would have been handed, so `POST /snap?max_age_ms` needs no wait for it.
     public nonisolated func recentFrame(
         maxAgeNanoseconds: UInt64, now: MonotonicInstant, timeoutMilliseconds: Int, orNoSignal: Bool = true
     ) async throws -> EncodedFrame {
@@ -103,9 +106,9 @@ public actor CaptureService {
         if orNoSignal, shared.exchange.failure != nil, let noSignal = shared.exchange.noSignalFrame {
             return noSignal
         }
-        if let latest = shared.exchange.latest, now.nanoseconds(since: latest.capturedAt) <= maxAgeNanoseconds
+        if let newest = shared.exchange.newest, now.nanoseconds(since: newest.capturedAt) <= maxAgeNanoseconds
         {
-            return latest
+            return newest
         }
         return try await shared.exchange.frame(
             capturedAtOrAfter: now, timeoutMilliseconds: timeoutMilliseconds)

@@ -85,6 +85,27 @@ import Testing
         #expect(capture.newestFrameInHand(now: received.advanced(by: rule.maximumAgeNanoseconds + 1)) == nil)
     }
 
+    @Test func aSnapWithAMaximumAgeTakesAKeptFrameWithoutWaiting() async throws {
+        let (capture, source, clock) = try makeCapture()
+        try await capture.start()
+        await deliver(3, source, clock)
+        let now = clock.monotonicNow()
+        // Frame 3 was kept (nobody waited), captured at `now`: young enough for 5 ms, at once.
+        let kept = try await capture.recentFrame(
+            maxAgeNanoseconds: 5_000_000, now: now, timeoutMilliseconds: 0)
+        #expect(kept.sequence == 3)
+        #expect(capture.status.framesEncoded == 0)
+        // Too old for a younger limit: the next frame is waited for.
+        let later = now.advanced(by: source.frameInterval / 2)
+        let waiter = Task {
+            try await capture.recentFrame(maxAgeNanoseconds: 1_000_000, now: later, timeoutMilliseconds: 2000)
+        }
+        await clock.sleepers(atLeast: 2)
+        clock.advance(by: source.frameInterval)
+        #expect(try await waiter.value.sequence == 4)
+        await capture.stop()
+    }
+
     @Test func framesThatNeedWorkAreNotKeptForNobody() async throws {
         // Turned, every camera JPEG would cost a transform: none is made until someone waits.
         let clock = ManualClock()
