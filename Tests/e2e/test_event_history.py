@@ -10,10 +10,11 @@ def outbox(d):
     return body["outbox"]
 
 
-def wait_for_camera_event(d):
-    # The camera's first `streaming` is an event of its own, recorded as the test pattern starts.
+def wait_for_camera_event(d, after=0):
+    """Waits for an event newer than `after`: the camera's `streaming`, an event of its own,
+    recorded as the test pattern starts (after a restart, the ids before it are `after`'s)."""
     deadline = time.monotonic() + 5
-    while outbox(d)["latest_event_id"] < 1:
+    while outbox(d)["latest_event_id"] <= after:
         assert time.monotonic() < deadline, "no camera.state event"
         time.sleep(0.02)
 
@@ -31,7 +32,7 @@ def test_each_change_is_one_event_and_ids_go_on_after_a_restart(make_daemon):
     assert after["events"] == before["events"] + 3
     assert d.stop() == 0
     d.start()
-    wait_for_camera_event(d)
+    wait_for_camera_event(d, after=after["latest_event_id"])
     # The restarted camera's `streaming` takes the next id: nothing is handed out twice.
     assert outbox(d)["latest_event_id"] == after["latest_event_id"] + 1
     d.snap()
