@@ -137,7 +137,8 @@ final class CaptureLoop: @unchecked Sendable {
     private func capture() -> CaptureOutcome {
         lastDemand = clock.monotonicNow()
         while !shared.isStopping {
-            if shared.hasDemand {
+            let answeredFromHand = shared.answeredFromHand.exchange(false, ordering: .relaxed)
+            if answeredFromHand || shared.hasDemand {
                 lastDemand = clock.monotonicNow()
             } else if idleAfterNanoseconds > 0
                 && clock.monotonicNow().nanoseconds(since: lastDemand) > idleAfterNanoseconds
@@ -317,10 +318,10 @@ final class CaptureLoop: @unchecked Sendable {
 
     /// Whether a frame nobody waits for is kept all the same (`FrameExchange.keep`): a camera
     /// JPEG passed through untouched, which costs only its reference to keep, so that
-    /// `GET /preview.jpg` between waits is answered at once from the newest frame instead of
-    /// waiting for the next one.
-    /// Frames that need work (an encode, a turn, the overlay's text) are still skipped: an idle
-    /// daemon spends no CPU on JPEG.
+    /// `GET /preview.jpg` and `POST /snap?max_age_ms` between waits are answered at once from
+    /// the newest frame instead of waiting for the next one.
+    /// Frames that need work (an encode, a turn or flip, the overlay's text) are still skipped:
+    /// an idle daemon spends no CPU on JPEG.
     private func keepsUnwantedFrame(_ frame: borrowing RawFrame) -> Bool {
         guard overlay == nil, jpegTransformer == nil, case .jpeg = frame.image else { return false }
         return true

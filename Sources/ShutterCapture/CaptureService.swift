@@ -108,6 +108,7 @@ public actor CaptureService {
         }
         if let newest = shared.exchange.newest, now.nanoseconds(since: newest.capturedAt) <= maxAgeNanoseconds
         {
+            shared.answeredFromHand.store(true, ordering: .relaxed)
             return newest
         }
         return try await shared.exchange.frame(
@@ -129,6 +130,7 @@ public actor CaptureService {
         guard let newest = shared.exchange.newest, newestFrameRule.answersAtOnce(newest, now: now) else {
             return nil
         }
+        shared.answeredFromHand.store(true, ordering: .relaxed)
         return newest
     }
 

@@ -15,6 +15,10 @@ final class CaptureShared: Sendable {
     let stopRequested = Atomic<Bool>(false)
     /// Set by the job service while any job is active.
     let keepAwake = Atomic<Bool>(false)
+    /// Set when a request was answered with a frame already in hand (no wait, so no waiter for
+    /// `wantsFrame` to see): the open camera takes it as demand once, so a client polling
+    /// `/preview.jpg` or snapping with `max_age_ms` keeps it from idling, as a waiting one does.
+    let answeredFromHand = Atomic<Bool>(false)
     // Guards the negotiated mode (written by the capture thread after each open) and the
     // command queue (filled by request tasks, drained by the capture thread between frames).
     private let state:

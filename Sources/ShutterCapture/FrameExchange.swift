@@ -78,9 +78,10 @@ final class FrameExchange: Sendable {
         observer?(frame)
     }
 
-    /// Keeps a frame nobody waited for as the newest, for `GET /preview.jpg` to answer with at
-    /// once; it satisfies no waiter and is not `latest`, so what a snap or `fresh=true` gets is
-    /// unchanged: only frames published while they waited.
+    /// Keeps a frame nobody waited for as the newest, for `GET /preview.jpg` and
+    /// `POST /snap?max_age_ms` to answer with at once. It satisfies no waiter and is not
+    /// `latest`, so a waiter (a plain snap, `fresh=true`) still gets only a frame published
+    /// while it waited.
     func keep(_ frame: EncodedFrame) {
         state.withLock { $0.newest = frame }
     }
@@ -115,9 +116,6 @@ final class FrameExchange: Sendable {
 
     /// The current failure, if the camera is not delivering.
     var failure: CaptureError? { state.withLock { $0.failure } }
-
-    /// The newest encoded frame, if any was encoded.
-    var latest: EncodedFrame? { state.withLock { $0.latest } }
 
     /// The newest frame published or kept, if any.
     var newest: EncodedFrame? { state.withLock { $0.newest } }

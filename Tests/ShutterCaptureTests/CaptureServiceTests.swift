@@ -287,6 +287,52 @@ import Testing
         await capture.stop()
     }
 
+    /// Lets the camera deliver `count` frames; false if it went idle instead of waiting for the
+    /// next one. An idle camera never sleeps on the clock, so this polls (bounded) rather than
+    /// wait for a sleeper that would never come.
+    private func deliverUnlessIdle(
+        _ count: UInt64, _ capture: CaptureService, _ source: FakeCameraSource, _ clock: ManualClock
+    ) async -> Bool {
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: count * source.frameInterval)
+        for _ in 0..<5000 {
+            if capture.status.isIdle { return false }
+            if clock.sleeperCount >= 1 { return true }
+            usleep(1000)
+        }
+        return false
+    }
+
+    @Test func requestsAnsweredFromAFrameInHandKeepTheCameraAwake() async throws {
+        // Nobody waits (each request is answered from the kept frame), yet someone wants frames:
+        // the camera must not idle under a client polling the still or snapping with max_age_ms.
+        let (capture, source, clock) = try makeCapture(idleAfterMilliseconds: 50)
+        try await capture.start()
+        for round in 0..<8 {
+            let awake = await deliverUnlessIdle(3, capture, source, clock)
+            #expect(awake, "idle in round \(round), 30 ms after the last request")
+            guard awake else { break }
+            let now = clock.monotonicNow()
+            if round.isMultiple(of: 2) {
+                #expect(capture.newestFrameInHand(now: now) != nil)
+            } else {
+                _ = try await capture.recentFrame(
+                    maxAgeNanoseconds: 5_000_000, now: now, timeoutMilliseconds: 0)
+            }
+        }
+        // 8 x 30 ms, well past the 50 ms idle time, with no waiter all along.
+        #expect(capture.status.framesEncoded == 0)
+        #expect(source.stopCount == 0)
+        guard source.stopCount == 0 else { return await capture.stop() }
+        // Once nobody asks, it idles: the last answer counts once, then 50 ms pass with none.
+        clock.advance(by: 60_000_000)
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: 60_000_000)
+        await capture.reached(.idle)
+        #expect(source.stopCount == 1)
+        await capture.stop()
+    }
+
     @Test func anActiveJobKeepsTheCameraAwake() async throws {
         let (capture, source, clock) = try makeCapture(idleAfterMilliseconds: 50)
         capture.keepAwake(true)
