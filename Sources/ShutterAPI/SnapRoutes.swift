@@ -57,15 +57,18 @@ struct SnapRoutes: Sendable {
             width: frame.width, height: frame.height,
             source: capture.cameraName, label: options.label)
         let stored = clock.monotonicNow()
-        let waited = framed.nanoseconds(since: arrived).subtractingReportingOverflow(frame.encodeNanoseconds)
-            .partialValue
+        // A frame captured before the request (in hand, for max_age_ms) was encoded before it
+        // too: this request spent nothing on its encode, and its wait is all the time to the frame.
+        let encoded = frame.capturedAt < arrived ? 0 : frame.encodeNanoseconds
+        let untilFramed = framed.nanoseconds(since: arrived)
+        let waited = untilFramed > encoded ? untilFramed - encoded : 0
         return .json(
             .created, record.json,
             headers: [
                 "Location": "/library/\(record.id)",
                 // Where the time went, for clients and the snap benchmark (W3C Server Timing).
                 "Server-Timing":
-                    "wait;dur=\(milliseconds(waited)), encode;dur=\(milliseconds(frame.encodeNanoseconds)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
+                    "wait;dur=\(milliseconds(waited)), encode;dur=\(milliseconds(encoded)), store;dur=\(milliseconds(stored.nanoseconds(since: framed)))",
             ])
     }
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 import subprocess
 import time
 
@@ -219,8 +220,12 @@ def test_snap_with_max_age_accepts_a_recent_frame(make_daemon):
     d = make_daemon(["--size", "320x240", "--fps", "2"])
     _, headers, _ = d.request("GET", "/preview.jpg?fresh=true")
     shown = headers["x-frame-time"]
-    record = d.json("POST", "/snap?max_age_ms=5000")[2]
+    _, headers, record = d.json("POST", "/snap?max_age_ms=5000")
     assert record["taken_at"] == shown, "the frame already encoded, not a new one"
+    # Nothing waited for or encoded by this request (the encode was the earlier one's).
+    timing = dict(re.fullmatch(r"(\w+);dur=([\d.]+)", part.strip()).groups()
+                  for part in headers["server-timing"].split(","))
+    assert float(timing["wait"]) < 100 and float(timing["encode"]) == 0, headers["server-timing"]
     record = d.json("POST", "/snap", body=b'{"max_age_ms": 0}')[2]
     assert record["taken_at"] > shown, "max_age_ms=0 means a frame from now on"
     assert d.snap()["taken_at"] > record["taken_at"]
