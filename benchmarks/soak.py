@@ -44,10 +44,12 @@ threads at most 2 above it (snaps, long-polls and reconnecting clients come and 
 files and the data directory at most max(25 %, 8 MiB) above it (retention bounds both; the WAL
 grows and shrinks between checkpoints).
 
-Prints one Markdown table of the samples and the verdict; exits 1 unless flat with zero errors.
-The first Ctrl-C (or SIGTERM) ends the run early but still runs the end-of-run checks and prints
-the table and verdict of the minutes done, so a day-long run stopped at hour 20 is not lost; a
-second one aborts at once.
+Prints one Markdown table of the samples and the verdict; exits 1 unless flat with zero errors
+after the whole time asked. The first Ctrl-C (or SIGTERM) ends the run early but still runs the
+end-of-run checks and prints the table and verdict of the minutes done (exit 1: it did not run
+its time), so a day-long run stopped at hour 20 is not lost; a second one aborts at once. The
+daemon and the broker run in sessions of their own, so a Ctrl-C at the terminal reaches only
+this script.
 Needs: swift build -c release --product shutterd; Debian's mosquitto and djpeg
 (libjpeg-turbo-progs); paho-mqtt and pytest (the e2e helpers it imports). Data under
 $SHUTTER_BENCH_DATA (default /var/tmp). Tests/e2e/test_soak.py runs `--short`.
@@ -612,26 +614,35 @@ def undecodable(media_dir, ids):
 
 class EarlyStop:
     """The first SIGINT or SIGTERM ends the sampling early (the end-of-run checks still run); the
-    handlers are put back before those checks, so a second one aborts the run at once."""
+    handlers are put back as soon as the sampling ends, so a second one aborts the run at once.
+
+    The handler only sets a flag, which the main thread polls while it waits: a handler that
+    took a lock (`threading.Event.set`) could interrupt the main thread holding that lock."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    POLL_S = 0.2
 
     def __init__(self):
-        self.event = threading.Event()
+        self.requested = False
         self.previous = {number: signal.signal(number, self.handle) for number in self.SIGNALS}
 
     def handle(self, number, frame):
-        self.event.set()
+        self.requested = True
 
     def wait(self, seconds):
-        return self.event.wait(seconds)
-
-    def is_set(self):
-        return self.event.is_set()
+        """Sleeps `seconds`, or less if a stop is asked for; returns whether one was."""
+        deadline = time.monotonic() + seconds
+        while not self.requested:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, self.POLL_S))
+        return self.requested
 
     def restore(self):
         for number, handler in self.previous.items():
             signal.signal(number, handler)
+        self.previous = {}
 
 
 def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, outbox_max_events=None):
@@ -642,12 +653,14 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
     duration_s = minutes * 60
     workspace = tempfile.mkdtemp(prefix="shutter-soak-", dir=DATA_ROOT)
     errors = Errors()
-    broker = Broker(os.path.join(workspace, "broker")).start()
+    # The daemon and the broker in sessions of their own: a Ctrl-C at the terminal reaches only
+    # this script, which then ends the run with its checks (EarlyStop) while both still run.
+    broker = Broker(os.path.join(workspace, "broker"), own_session=True).start()
     args = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30", "--access-log", "false",
             "--retention-max-pictures", str(settings["retention_max_pictures"]), "--retention-min-age-s", "0",
             "--outbox-max-events", str(settings["outbox_max_events"]),
             "--mqtt-url", broker.url(), "--name", "soak", "--outbox-timeout-ms", "5000"]
-    daemon = Daemon(os.path.join(workspace, "data"), args, binary=shutterd).start()
+    daemon = Daemon(os.path.join(workspace, "data"), args, binary=shutterd, preexec_fn=os.setsid).start()
     log(f"shutterd {daemon.process.pid} on port {daemon.port}, data in {workspace}; load {loadavg()}")
 
     try:
@@ -671,28 +684,33 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
         samples.append(sample(daemon, started, errors, viewers, last_cpu))
         next_at = started
         stop_early = EarlyStop()
-        while True:
-            next_at += settings["sample_every_s"]
-            if next_at > started + duration_s + 0.5:
-                break
-            if stop_early.wait(max(0.0, next_at - time.monotonic())):
-                log(f"stopped early after {time.monotonic() - started:.0f} s; the end-of-run checks follow "
-                    f"(interrupt again to abort)")
-                break
-            if daemon.process.poll() is not None:
-                errors.add("daemon", f"exited with {daemon.process.returncode}")
-                break
-            for line in daemon.log_lines[log_seen:]:
-                if ERROR_LINE.match(line):
-                    errors.add("log", line)
-            log_seen = len(daemon.log_lines)
-            current = sample(daemon, started, errors, viewers, last_cpu)
-            last_cpu = current["cpu_total_s"]
-            samples.append(current)
-            log(f"{current['seconds']:>6} s  rss {current['rss'] / MIB:.1f} MiB  fds {current['fds']}  "
-                f"threads {current['threads']}  sqlite {current['sqlite'] / MIB:.2f} MiB  "
-                f"data {current['data_dir'] / MIB:.1f} MiB  pictures {current['pictures']}  "
-                f"load {current['load1']}  errors {current['errors']}")
+        try:
+            while True:
+                next_at += settings["sample_every_s"]
+                if next_at > started + duration_s + 0.5:
+                    break
+                if stop_early.wait(max(0.0, next_at - time.monotonic())):
+                    log(f"stopped early after {time.monotonic() - started:.0f} s; the end-of-run checks follow "
+                        f"(interrupt again to abort)")
+                    break
+                if daemon.process.poll() is not None:
+                    errors.add("daemon", f"exited with {daemon.process.returncode}")
+                    break
+                for line in daemon.log_lines[log_seen:]:
+                    if ERROR_LINE.match(line):
+                        errors.add("log", line)
+                log_seen = len(daemon.log_lines)
+                current = sample(daemon, started, errors, viewers, last_cpu)
+                last_cpu = current["cpu_total_s"]
+                samples.append(current)
+                log(f"{current['seconds']:>6} s  rss {current['rss'] / MIB:.1f} MiB  fds {current['fds']}  "
+                    f"threads {current['threads']}  sqlite {current['sqlite'] / MIB:.2f} MiB  "
+                    f"data {current['data_dir'] / MIB:.1f} MiB  pictures {current['pictures']}  "
+                    f"load {current['load1']}  errors {current['errors']}")
+        finally:
+            stop_early.restore()
+        stopped_early = stop_early.requested
+        ran_s = round(time.monotonic() - started)
 
         # The end: stop the load, let the sink catch up, then compare what every client believes.
         alive = daemon.process.poll() is None
@@ -700,9 +718,8 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
         snapper.stop()
         flapper.finish()
         snapper.join(20)
-        stop_early.restore()
         summary = {"minutes": minutes, "short": short, "settle_s": settle_s, "settings": settings,
-                   "ran_s": round(time.monotonic() - started), "stopped_early": stop_early.is_set()}
+                   "ran_s": ran_s, "stopped_early": stopped_early}
         if alive:
             caught_up, outbox = sink_caught_up(daemon.port, timeout=60)
             summary["outbox"] = outbox
@@ -798,11 +815,16 @@ def run(shutterd, minutes, short=False, json_path=None, keep=False, log=print, o
     return samples, summary
 
 
+def passed(summary):
+    """Flat, zero errors, and run for the whole time asked."""
+    return summary["flat"] and not summary["errors"] and not summary.get("stopped_early")
+
+
 def verdict(summary):
     lines = []
     if summary.get("stopped_early"):
         lines.append(f"**stopped early** after {summary['ran_s'] / 60:.1f} of {summary['minutes']:g} minutes "
-                     f"(interrupted); the end-of-run checks ran")
+                     f"(interrupted), so not a pass whatever follows")
     settle = summary["settle_s"]
     settle_text = f"{settle / 60:g} min" if settle >= 60 else f"{settle:g} s"
     if summary["settled_sample"] is None:
@@ -863,7 +885,7 @@ def main():
         print(table(run_data["samples"], summary["settings"]["sample_every_s"]))
         print()
         print(verdict(summary))
-        sys.exit(0 if summary["flat"] and not summary["errors"] else 1)
+        sys.exit(0 if passed(summary) else 1)
     minutes = options.minutes if options.minutes is not None else (1 if options.short else 30)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"soak: {minutes:g} min, started {started}, {os.cpu_count()} CPUs, load {loadavg()}", file=sys.stderr)
@@ -873,7 +895,7 @@ def main():
     print(table(samples, (SHORT if options.short else FULL)["sample_every_s"]))
     print()
     print(verdict(summary))
-    sys.exit(0 if summary["flat"] and not summary["errors"] else 1)
+    sys.exit(0 if passed(summary) else 1)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ def free_port():
 
 
 class Broker:
-    def __init__(self, directory, tls=None):
-        """`tls`: (certificate, key) PEM files to serve MQTT over TLS with."""
+    def __init__(self, directory, tls=None, own_session=False):
+        """`tls`: (certificate, key) PEM files to serve MQTT over TLS with. `own_session`: run
+        mosquitto in a session of its own, so a Ctrl-C at the terminal does not reach it."""
+        self.own_session = own_session
         self.directory = str(directory)
         os.makedirs(self.directory, exist_ok=True)
         self.port = free_port()
@@ -52,7 +54,8 @@ class Broker:
         return f"mqtt://{USER}:{password}@127.0.0.1:{self.port}"
 
     def start(self, timeout=10):
-        self.process = subprocess.Popen(["mosquitto", "-c", self.config], stdout=self.log, stderr=self.log)
+        self.process = subprocess.Popen(["mosquitto", "-c", self.config], stdout=self.log, stderr=self.log,
+                                        start_new_session=self.own_session)
         deadline = time.monotonic() + timeout
         while True:
             try:
