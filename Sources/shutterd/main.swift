@@ -5,6 +5,10 @@ import ShutterSystem
     import Glibc
 #endif
 
+// OpenSSL's state lives until the process ends: `exit` must not free it under a thread that is
+// still hashing or writing TLS (OpenSSLProcess says why). Its first call into libcrypto decides.
+OpenSSLProcess.keepStateUntilExit()
+
 // Block termination signals before anything else starts a thread, so every thread
 // inherits the mask and SIGTERM arrives only through the event loop's signalfd.
 let signalDescriptor: Int32

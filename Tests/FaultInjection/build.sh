@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fault tests' preloaded libraries (Tests/e2e/faults.py): libdiskfull.so, the ENOSPC
-# injector, and libmonotonictimers.so, which keeps monotonic timers steady under libfaketime.
+# injector, libmonotonictimers.so, which keeps monotonic timers steady under libfaketime, and
+# libexithandlers.so, which records the handlers libraries register to run at exit.
 # Usage: Tests/FaultInjection/build.sh [output-dir] (default: .build/faults in the repository).
 # Prints the libraries' paths. Nothing in
 # Package.swift refers to it, so the daemon's own build never contains it.
@@ -24,3 +25,4 @@ build() {
 }
 build diskfull.c libdiskfull.so
 build monotonic_timers.c libmonotonictimers.so
+build exit_handlers.c libexithandlers.so

@@ -9,6 +9,9 @@ off while the daemon runs, and `injected()` reads which calls it failed.
     disk.fail("rename", "/media/.")        # every rename of a picture's temporary file: ENOSPC
     disk.clear()
 
+`exit_handlers_env(log_file)` preloads libexithandlers.so, which writes down every handler a
+library registers to run at exit.
+
 `faketime_env(offset_file)` runs the daemon under libfaketime with a wall clock that
 `step_wall_clock(offset_file, "+3600")` steps while it runs, and a monotonic clock left alone.
 
@@ -25,6 +28,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPOSITORY / "Tests" / "FaultInjection" / "build.sh"
 DISKFULL_LIB = str(REPOSITORY / ".build" / "faults" / "libdiskfull.so")
 MONOTONIC_TIMERS_LIB = str(REPOSITORY / ".build" / "faults" / "libmonotonictimers.so")
+EXIT_HANDLERS_LIB = str(REPOSITORY / ".build" / "faults" / "libexithandlers.so")
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 _library = PreloadLibrary(BUILD_SCRIPT, DISKFULL_LIB)
@@ -33,6 +37,15 @@ _library = PreloadLibrary(BUILD_SCRIPT, DISKFULL_LIB)
 def build_diskfull():
     """Builds the libraries the first time it is called in this process; returns libdiskfull.so's path."""
     return _library.build()
+
+
+def exit_handlers_env(log_file, base=None):
+    """A complete environment (os.environ, or `base`) that preloads libexithandlers.so: every
+    handler a library registers to run at exit is written to `log_file` as "LIBRARY SYMBOL"."""
+    build_diskfull()
+    env = dict(os.environ if base is None else base)
+    env.update({"LD_PRELOAD": EXIT_HANDLERS_LIB, "EXIT_HANDLERS_LOG": str(log_file)})
+    return env
 
 
 def faketime_env(offset_file, base=None):

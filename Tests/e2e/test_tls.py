@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from conftest import BINARY
+from conftest import BINARY, UNDER_ASAN
+from faults import exit_handlers_env
 from mjpeg import MJPEGStream
 
 TEST_PATTERN = ["--camera", "test-pattern", "--size", "640x480", "--fps", "30"]
@@ -290,3 +291,38 @@ def test_a_slow_reader_gets_every_byte_of_a_large_picture(make_daemon, certifica
                 time.sleep(0.0002)
                 body += reader.read(min(4096, length - len(body)))
             assert hashlib.sha256(body).hexdigest() == record["sha256"]
+
+
+def test_exit_leaves_openssl_alone_so_no_thread_still_running_meets_its_cleanup(make_daemon, certificate, tmp_path):
+    """libcrypto's default is to register OPENSSL_cleanup with atexit at its first use; `exit`
+    then frees its state while detached threads may still hash or write TLS (the SEGV in
+    docs/sanitizers.md). The daemon asks OpenSSL for no exit handler before anything uses it:
+    a daemon using libcrypto, libssl and libcurl (HTTPS, a picture hashed, a webhook) registers none."""
+    if UNDER_ASAN:
+        pytest.skip("the ASan runtime must be the first library loaded: no other preload")
+    # The tracer sees OpenSSL's handler where nothing asks it not to register one.
+    control_log = tmp_path / "openssl-exit-handlers.log"
+    subprocess.run(["openssl", "rand", "-hex", "4"], env=exit_handlers_env(control_log), check=True,
+                   capture_output=True)
+    assert "libcrypto.so.3 OPENSSL_cleanup" in control_log.read_text()
+
+    cert, key = certificate
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    config = tmp_path / "hooks.json"
+    config.write_text(json.dumps({"webhooks": [
+        {"url": f"http://127.0.0.1:{closed_port}/hook", "events": ["picture.created"]}]}))
+    log = tmp_path / "exit-handlers.log"
+    d = make_daemon(TEST_PATTERN + ["--tls-cert", cert, "--tls-key", key, "--config", str(config)],
+                    env=exit_handlers_env(log, base={}))
+    out = curl("--insecure", "-X", "POST", f"https://127.0.0.1:{d.port}/snap")
+    picture = json.loads(out.stdout)
+    assert len(picture["sha256"]) == 64
+    # libcurl has tried the delivery (nobody listens there).
+    d.wait_for_log("sink failed; retrying", timeout=20)
+    assert d.stop() == 0
+    registered = log.read_text().splitlines()
+    assert registered, "the tracer saw no handler at all: it is not working"
+    openssl = [line for line in registered if re.search(r"lib(crypto|ssl|curl)", line)]
+    assert openssl == [], registered
