@@ -9,7 +9,9 @@ KTLS`; wrk with 64 keep-alive connections on loopback. Whether each server's rec
 by the kernel (kTLS) is read from /proc/net/tls_stat (present only with the kernel's `tls`
 module), and shutterd also logs it (`tls ktls_send=...`).
 
-Usage: benchmarks/tls_bench.py [--duration 10] [--binary .build/release/shutterd] [--json FILE]
+Usage: benchmarks/tls_bench.py [--duration 10] [--rounds 1] [--binary .build/release/shutterd] [--json FILE]
+--rounds R (R > 1) alternates R rounds, shutterd first in even ones and nginx first in odd ones,
+and reports each round's ratio; the default runs shutterd, nginx, shutterd again.
 Needs: wrk, nginx-light, openssl (Debian: apt-get install wrk nginx-light openssl); builds
 nothing itself (run `swift build -c release --product shutterd` first). Tries `modprobe tls`
 first, where allowed, so kTLS can be measured; works without it.
@@ -104,7 +106,7 @@ def negotiated(port, cert):
         return f"{sock.version()} {sock.cipher()[0]}"
 
 
-def media_vs_nginx(binary, duration):
+def media_vs_nginx(binary, duration, rounds=1):
     work = tempfile.mkdtemp(prefix="shutter-bench-tls-")
     cert, key = make_certificate(work)
     ktls_module = try_loading_ktls()
@@ -157,25 +159,43 @@ http {{
         stat1 = tls_stat()
         wrk(theirs_url, 64, 2)
         stat2 = tls_stat()
-        cpu0 = cpu_seconds(daemon.pid)
-        ours = wrk(ours_url, 64, duration)
-        ours["cpu_s"] = round(cpu_seconds(daemon.pid) - cpu0, 2)
         workers = subprocess.run(["pgrep", "-P", str(nginx.pid)], capture_output=True, text=True).stdout.split()
-        ncpu0 = sum(cpu_seconds(int(pid)) for pid in workers)
-        theirs = wrk(theirs_url, 64, duration)
-        theirs["cpu_s"] = round(sum(cpu_seconds(int(pid)) for pid in workers) - ncpu0, 2)
-        ours2 = wrk(ours_url, 64, duration)  # again, to see the drift
-        logged = next((line.strip() for line in log if " tls " in line and "ktls_send=" in line), None)
-        for result in (ours, theirs):
+
+        def measure(side):
+            """One wrk run against one side, with that server's CPU seconds during it."""
+            pids = [daemon.pid] if side == "shutterd" else [int(pid) for pid in workers]
+            cpu0 = sum(cpu_seconds(pid) for pid in pids)
+            result = wrk(ours_url if side == "shutterd" else theirs_url, 64, duration)
+            result["cpu_s"] = round(sum(cpu_seconds(pid) for pid in pids) - cpu0, 2)
             result["cpu_ms_per_request"] = round(result["cpu_s"] * 1000 / (result["rps"] * duration), 3)
-        return {
+            return result
+
+        # Alternated rounds: shutterd first in even ones, nginx first in odd ones. One round is
+        # shutterd, nginx, shutterd again (the drift shows in the two figures of ours).
+        runs = {"shutterd": [], "nginx": []}
+        if rounds <= 1:
+            for side in ("shutterd", "nginx", "shutterd"):
+                runs[side].append(measure(side))
+        else:
+            for i in range(rounds):
+                for side in (("shutterd", "nginx") if i % 2 == 0 else ("nginx", "shutterd")):
+                    runs[side].append(measure(side))
+        logged = next((line.strip() for line in log if " tls " in line and "ktls_send=" in line), None)
+        mean = lambda values: sum(values) / len(values)  # noqa: E731
+        ours_rps = [r["rps"] for r in runs["shutterd"]]
+        theirs_rps = [r["rps"] for r in runs["nginx"]]
+        results = {
             "bytes": record["bytes"], "negotiated": agreed,
             "kernel_tls_module": ktls_module,
             "ktls_send": {"shutterd": kernel_sent_for(stat0, stat1), "nginx": kernel_sent_for(stat1, stat2)},
             "shutterd_log": logged,
-            "shutterd": ours, "nginx": theirs, "shutterd_again": ours2,
-            "ratio": round(((ours["rps"] + ours2["rps"]) / 2) / theirs["rps"], 3),
+            "shutterd": runs["shutterd"][0], "nginx": runs["nginx"][0], "shutterd_again": runs["shutterd"][-1],
+            "ratio": round(mean(ours_rps) / mean(theirs_rps), 3),
         }
+        if rounds > 1:
+            results["rounds"] = {"shutterd_rps": ours_rps, "nginx_rps": theirs_rps,
+                                 "ratios": [round(o / t, 3) for o, t in zip(ours_rps, theirs_rps)]}
+        return results
     finally:
         if nginx:
             nginx.send_signal(signal.SIGQUIT)
@@ -187,12 +207,15 @@ http {{
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="alternated rounds (shutterd first, then nginx first, ...); 1: shutterd, nginx, "
+                             "shutterd again")
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/shutterd"))
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release,
                            "openssl": ssl.OPENSSL_VERSION}}
-    results["https_media_vs_nginx"] = media_vs_nginx(args.binary, args.duration)
+    results["https_media_vs_nginx"] = media_vs_nginx(args.binary, args.duration, args.rounds)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

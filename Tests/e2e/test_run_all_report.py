@@ -98,3 +98,20 @@ def test_a_failed_step_leaves_its_row_saying_so_and_the_rest_of_the_table():
         in report
     assert any("fan-out, 1 viewer" in row["markdown"] for row in table.rows)
     assert any("jpegtran" in row["markdown"] for row in table.rows)
+
+
+def test_the_https_row_takes_the_alternated_rounds_when_tls_bench_ran_them():
+    tls = {"bytes": 204000, "negotiated": {"shutterd": "TLSv1.3 TLS_AES_256_GCM_SHA384"},
+           "ktls_send": {"shutterd": False, "nginx": False},
+           "shutterd": {"rps": 4000.0}, "nginx": {"rps": 5000.0}, "shutterd_again": {"rps": 4400.0}, "ratio": 0.84,
+           "rounds": {"shutterd_rps": [4000.0, 4400.0], "nginx_rps": [5000.0, 5000.0], "ratios": [0.8, 0.88]}}
+    table = run_all.Table()
+    run_all.media_tls_rows(table, {"https_media_vs_nginx": tls})
+    row = table.rows[0]
+    assert (row["ours"], row["theirs"], row["ratio"]) == (4200.0, 5000.0, 0.84)
+    assert "(rounds 0.80–0.88)" in row["markdown"] and "no kTLS" in row["markdown"]
+    # Without rounds (shutterd, nginx, shutterd again), as the kept runs before --rounds.
+    del tls["rounds"]
+    table = run_all.Table()
+    run_all.media_tls_rows(table, {"https_media_vs_nginx": tls})
+    assert (table.rows[0]["ours"], table.rows[0]["rounds"]) == (4200.0, None)
