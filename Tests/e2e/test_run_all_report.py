@@ -23,10 +23,17 @@ _loader.exec_module(run_all)
 
 
 def latest_raw():
-    """The newest full run kept in benchmarks/results (the one benchmarks/README.md quotes)."""
+    """The newest complete run kept in benchmarks/results (the one benchmarks/README.md quotes):
+    the default plan with every step, not a `--only` run of some of them."""
     runs = sorted(glob.glob(os.path.join(_ROOT, "benchmarks", "results", "run-all-*.json")))
-    full = [path for path in runs if json.load(open(path))["mode"] == "full"]
-    assert full, "no full run-all kept in benchmarks/results"
+
+    def complete(path):
+        with open(path) as f:
+            raw = json.load(f)
+        return raw["mode"] == "full" and set(raw["steps"]) == set(run_all.SCRIPTS)
+
+    full = [path for path in runs if complete(path)]
+    assert full, "no complete run-all kept in benchmarks/results"
     with open(full[-1]) as f:
         return full[-1], json.load(f)
 
