@@ -170,8 +170,8 @@ http {{
             result["cpu_ms_per_request"] = round(result["cpu_s"] * 1000 / (result["rps"] * duration), 3)
             return result
 
-        # Alternated rounds: shutterd first in even ones, nginx first in odd ones. One round is
-        # shutterd, nginx, shutterd again (the drift shows in the two figures of ours).
+        # One round: shutterd, nginx, shutterd again (the drift shows in ours' two figures). More:
+        # alternated, shutterd first in even rounds and nginx first in odd ones.
         runs = {"shutterd": [], "nginx": []}
         if rounds <= 1:
             for side in ("shutterd", "nginx", "shutterd"):

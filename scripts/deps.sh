@@ -18,6 +18,9 @@ install_debian_packages() {
 BUILD_PACKAGES=(pkg-config libturbojpeg0-dev libsqlite3-dev libssl-dev libv4l-dev linux-libc-dev libfreetype-dev
     libcurl4-openssl-dev fonts-dejavu-core libmosquitto-dev)
 
+# The MQTT tests' subscriber (Tests/e2e/mqtt_broker.py) and benchmarks/run-all's, from PyPI, pinned.
+PAHO_MQTT_PIN="paho-mqtt==2.1.0"
+
 # Swift lives in /opt/swift on our machines; use it when it is not on PATH yet.
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
